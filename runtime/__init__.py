@@ -1,0 +1,1 @@
+"""Torch-free runtime: ONNX Runtime + numpy + SentencePiece."""

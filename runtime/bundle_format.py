@@ -1,0 +1,183 @@
+"""The model bundle format: file names, tensor names and `config.json`, defined once.
+
+A bundle is a directory (or a .tar.gz / .zip of one) holding:
+
+    config.json        this schema; the runtime's single source of truth
+    tokenizer.model    the SentencePiece model (ids as in `vocab.py`)
+    encoder.onnx       fp32 encoder   } always present
+    decoder.onnx       fp32 decoder   }
+    encoder.int8.onnx / decoder.int8.onnx, encoder.fp16.onnx / ...   optional variants
+    parity.json        the export's parity report
+
+Graphs (B batch, S source length, T new target positions, P past length, H heads, Dh head dim):
+
+    encoder  in : src_ids int64[B,S], src_mask bool[B,S] (True = real token)
+             out: encoder_out float[B,S,D], cross_key_{i}, cross_value_{i} float[B,H,S,Dh]
+    decoder  in : tgt_ids int64[B,T], src_mask bool[B,S],
+                  past_key_{i}, past_value_{i} float[B,H,P,Dh]   (P may be 0),
+                  cross_key_{i}, cross_value_{i} float[B,H,S,Dh]
+             out: logits float[B,T,V], present_key_{i}, present_value_{i} float[B,H,P+T,Dh],
+                  cross_attention float[B,T,S]  (last decoder layer, averaged over heads)
+
+Every cache tensor has batch on axis 0, so beam search reorders all of them the same way.
+Loading a bundle reads JSON, SentencePiece and ONNX only: never pickle.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+CONFIG_FILE = "config.json"
+TOKENIZER_FILE = "tokenizer.model"
+PARITY_FILE = "parity.json"
+
+VARIANTS = ("fp32", "fp16", "int8")
+
+
+def graph_file(graph: str, variant: str) -> str:
+    """encoder/decoder file name of a precision variant: fp32 has no suffix."""
+    assert graph in ("encoder", "decoder") and variant in VARIANTS
+    return f"{graph}.onnx" if variant == "fp32" else f"{graph}.{variant}.onnx"
+
+
+# Tensor names.
+SRC_IDS = "src_ids"
+SRC_MASK = "src_mask"
+ENCODER_OUT = "encoder_out"
+TGT_IDS = "tgt_ids"
+LOGITS = "logits"
+CROSS_ATTENTION = "cross_attention"
+
+
+def cross_key(i: int) -> str:
+    return f"cross_key_{i}"
+
+
+def cross_value(i: int) -> str:
+    return f"cross_value_{i}"
+
+
+def past_key(i: int) -> str:
+    return f"past_key_{i}"
+
+
+def past_value(i: int) -> str:
+    return f"past_value_{i}"
+
+
+def present_key(i: int) -> str:
+    return f"present_key_{i}"
+
+
+def present_value(i: int) -> str:
+    return f"present_value_{i}"
+
+
+def tensor_names(decoder_layers: int) -> dict:
+    """Input and output names of both graphs, in graph order."""
+    cross = [n for i in range(decoder_layers) for n in (cross_key(i), cross_value(i))]
+    past = [n for i in range(decoder_layers) for n in (past_key(i), past_value(i))]
+    present = [n for i in range(decoder_layers) for n in (present_key(i), present_value(i))]
+    return {
+        "encoder": {"inputs": [SRC_IDS, SRC_MASK], "outputs": [ENCODER_OUT, *cross]},
+        "decoder": {
+            "inputs": [TGT_IDS, SRC_MASK, *past, *cross],
+            "outputs": [LOGITS, *present, CROSS_ATTENTION],
+        },
+    }
+
+
+class BundleError(Exception):
+    """A bundle that cannot be used; the message names the file at fault."""
+
+
+@dataclass
+class BundleConfig:
+    """`config.json`, parsed. Unknown keys are kept in `extra` so a round trip loses nothing."""
+
+    vocab_size: int
+    d_model: int
+    n_heads: int
+    head_dim: int
+    encoder_layers: int
+    decoder_layers: int
+    max_positions: int
+    special_ids: dict[str, int]
+    language_tags: dict[str, int]           # target language -> tag token id
+    directions: list[list[str]]             # [[src, tgt], ...] seen in training
+    variants: dict[str, dict]               # variant -> {"encoder", "decoder", "precision", ...}
+    tensors: dict = field(default_factory=dict)
+    tokenizer: str = TOKENIZER_FILE
+    provenance: dict = field(default_factory=dict)
+    parity: dict = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+    extra: dict = field(default_factory=dict)
+
+    MODEL_KEYS = ("vocab_size", "d_model", "n_heads", "head_dim", "encoder_layers",
+                  "decoder_layers", "max_positions")
+
+    def to_json(self) -> dict:
+        return {
+            "schema_version": self.schema_version,
+            "model": {k: getattr(self, k) for k in self.MODEL_KEYS},
+            "special_ids": self.special_ids,
+            "language_tags": self.language_tags,
+            "directions": self.directions,
+            "tokenizer": self.tokenizer,
+            "tensors": self.tensors,
+            "variants": self.variants,
+            "provenance": self.provenance,
+            "parity": self.parity,
+            **self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict, source: str = CONFIG_FILE) -> "BundleConfig":
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise BundleError(
+                f"{source}: schema_version {version!r} is not supported "
+                f"(this runtime reads version {SCHEMA_VERSION}); re-export the model with this mt-export"
+            )
+        try:
+            model = data["model"]
+            known = {"schema_version", "model", "special_ids", "language_tags", "directions",
+                     "tokenizer", "tensors", "variants", "provenance", "parity"}
+            return cls(
+                **{k: int(model[k]) for k in cls.MODEL_KEYS},
+                special_ids={k: int(v) for k, v in data["special_ids"].items()},
+                language_tags={k: int(v) for k, v in data["language_tags"].items()},
+                directions=[list(d) for d in data["directions"]],
+                variants=dict(data["variants"]),
+                tensors=dict(data.get("tensors", {})),
+                tokenizer=data.get("tokenizer", TOKENIZER_FILE),
+                provenance=dict(data.get("provenance", {})),
+                parity=dict(data.get("parity", {})),
+                schema_version=version,
+                extra={k: v for k, v in data.items() if k not in known},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise BundleError(f"{source}: malformed config ({type(e).__name__}: {e})") from None
+
+    def save(self, directory: Path) -> None:
+        path = Path(directory) / CONFIG_FILE
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, directory: Path) -> "BundleConfig":
+        path = Path(directory) / CONFIG_FILE
+        if not path.is_file():
+            raise BundleError(f"{path}: missing; is this a model bundle written by mt-export?")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise BundleError(f"{path}: not valid JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise BundleError(f"{path}: expected a JSON object")
+        return cls.from_json(data, source=str(path))

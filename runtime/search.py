@@ -1,0 +1,235 @@
+"""Greedy, beam and sampled decoding over any decoder backend, in numpy.
+
+A backend (ONNX Runtime here, PyTorch in `mtkit.train.reference`) owns the KV cache; the search
+only sees log-probabilities and asks for rows to be kept or reordered. Because PyTorch and ONNX
+run this same search, their outputs can be compared token for token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+class DecoderBackend(Protocol):
+    def start(self, src_ids: np.ndarray, src_mask: np.ndarray):
+        """Encode a batch [B,S] and return a decoder state with an empty self-attention cache."""
+
+    def step(self, state, tokens: np.ndarray, need_attention: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+        """Feed one new token per row ([N] int64); return float32 logits [N,V] and, if asked,
+        the head-averaged cross-attention [N,S]. The state's cache grows by one position."""
+
+    def select(self, state, rows: np.ndarray) -> None:
+        """Keep (and reorder, or repeat) state rows: row i becomes old row rows[i]."""
+
+
+@dataclass
+class DecodeOptions:
+    beam_size: int = 1
+    length_penalty: float = 1.0          # beam scores are sum(log p) / length ** length_penalty
+    num_hypotheses: int = 1              # n-best size (<= beam_size)
+    max_length_ratio: float = 1.5        # max target length = ratio * source length + max_length_extra
+    max_length_extra: int = 10
+    max_length: int = 512                # hard cap (the model's position table)
+    no_repeat_ngram_size: int = 0        # ban repeating any n-gram of this size (0 = off)
+    sampling: bool = False
+    temperature: float = 1.0
+    top_k: int = 0                       # 0 = no top-k filter
+    top_p: float = 1.0                   # 1.0 = no nucleus filter
+    seed: int | None = None
+    return_attention: bool = False
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]                    # without BOS and EOS
+    score: float                         # log-probability; length-normalised for beam search
+    attention: list[list[float]] | None = None   # one source-length row per output token (+EOS)
+
+
+@dataclass
+class Result:
+    hypotheses: list[Hypothesis] = field(default_factory=list)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    logits = logits.astype(np.float32, copy=False)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def ban_repeated_ngrams(logp: np.ndarray, histories: list[list[int]], n: int) -> None:
+    """Set to -inf every token that would complete an n-gram already present in its row's history."""
+    if n <= 0:
+        return
+    for row, hist in enumerate(histories):
+        if len(hist) < n:
+            continue
+        prefix = tuple(hist[len(hist) - n + 1:])
+        for i in range(len(hist) - n + 1):
+            if tuple(hist[i:i + n - 1]) == prefix:
+                logp[row, hist[i + n - 1]] = -np.inf
+
+
+def max_lengths(src_mask: np.ndarray, opts: DecodeOptions) -> np.ndarray:
+    src_len = src_mask.sum(axis=1)
+    return np.minimum(np.ceil(opts.max_length_ratio * src_len).astype(np.int64) + opts.max_length_extra,
+                      opts.max_length - 1)
+
+
+def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, opts: DecodeOptions) -> list[Result]:
+    if opts.sampling:
+        return _sample(backend, src_ids, src_mask, opts)
+    if opts.beam_size <= 1:
+        return _greedy(backend, src_ids, src_mask, opts)
+    return _beam(backend, src_ids, src_mask, opts)
+
+
+def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[Result]:
+    """Greedy search (or sampling, with `pick`). Finished rows leave the batch so that no step is
+    spent on them."""
+    batch = src_ids.shape[0]
+    limits = max_lengths(src_mask, opts)
+    state = backend.start(src_ids, src_mask)
+    active = np.arange(batch)                      # original sentence index of each state row
+    histories = [[] for _ in range(batch)]
+    scores = np.zeros(batch, dtype=np.float64)
+    attention = [[] for _ in range(batch)]
+    tokens = np.full(batch, BOS_ID, dtype=np.int64)
+    step = 0
+    while active.size:
+        logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
+        if pick is None and opts.no_repeat_ngram_size <= 0:
+            # Greedy needs no softmax to choose; one log-sum-exp gives the chosen token's score.
+            chosen = logits.argmax(axis=-1)
+            top = logits[np.arange(len(chosen)), chosen].astype(np.float64)
+            shifted = logits - logits.max(axis=-1, keepdims=True)
+            chosen_logp = top - logits.max(axis=-1) - np.log(np.exp(shifted).sum(axis=-1))
+        else:
+            logp = log_softmax(logits)
+            ban_repeated_ngrams(logp, [histories[i] for i in active], opts.no_repeat_ngram_size)
+            chosen = logp.argmax(axis=-1) if pick is None else pick(logp)
+            chosen_logp = logp[np.arange(len(chosen)), chosen]
+        step += 1
+        chosen = np.where(step >= limits[active], EOS_ID, chosen)  # out of length: close the sentence
+        keep = []
+        for row, sent in enumerate(active):
+            scores[sent] += chosen_logp[row]
+            if attn is not None:
+                attention[sent].append(attn[row].tolist())
+            if chosen[row] == EOS_ID:
+                continue
+            histories[sent].append(int(chosen[row]))
+            keep.append(row)
+        if len(keep) < len(active):
+            keep = np.asarray(keep, dtype=np.int64)
+            if keep.size:
+                backend.select(state, keep)
+            active, chosen = active[keep], chosen[keep]
+        tokens = chosen.astype(np.int64)
+    return [Result([Hypothesis(histories[i], float(scores[i]), attention[i] if opts.return_attention else None)])
+            for i in range(batch)]
+
+
+def _sample(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
+    rng = np.random.default_rng(opts.seed)
+
+    def pick(logp: np.ndarray) -> np.ndarray:
+        logits = logp / max(opts.temperature, 1e-6)
+        if opts.top_k > 0:
+            kth = -np.partition(-logits, opts.top_k - 1, axis=-1)[:, opts.top_k - 1:opts.top_k]
+            logits = np.where(logits < kth, -np.inf, logits)
+        probs = np.exp(log_softmax(logits))
+        if opts.top_p < 1.0:
+            order = np.argsort(-probs, axis=-1, kind="stable")
+            sorted_probs = np.take_along_axis(probs, order, axis=-1)
+            # Keep the smallest prefix whose mass reaches top_p (always at least one token).
+            drop_sorted = np.cumsum(sorted_probs, axis=-1) - sorted_probs >= opts.top_p
+            drop = np.zeros_like(drop_sorted)
+            np.put_along_axis(drop, order, drop_sorted, axis=-1)
+            probs = np.where(drop, 0.0, probs)
+            probs /= probs.sum(axis=-1, keepdims=True)
+        cumulative = probs.cumsum(axis=-1)
+        u = rng.random((probs.shape[0], 1)) * cumulative[:, -1:]
+        return np.minimum((cumulative < u).sum(axis=-1), probs.shape[1] - 1)
+
+    return _greedy(backend, src_ids, src_mask, opts, pick=pick)
+
+
+def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
+    """Batched beam search. A sentence is done once it holds `beam_size` finished hypotheses
+    (fairseq's rule); its rows then leave the batch."""
+    batch, k = src_ids.shape[0], opts.beam_size
+    n_best = min(max(opts.num_hypotheses, 1), k)
+    limits = max_lengths(src_mask, opts)
+    state = backend.start(src_ids, src_mask)
+    backend.select(state, np.repeat(np.arange(batch), k))           # k rows per sentence
+    active = np.arange(batch)
+    beam_scores = np.tile(np.array([0.0] + [-np.inf] * (k - 1)), (batch, 1))   # [A, k]
+    beam_tokens = [[[] for _ in range(k)] for _ in range(batch)]
+    beam_attn = [[[] for _ in range(k)] for _ in range(batch)]
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    tokens = np.full(batch * k, BOS_ID, dtype=np.int64)
+    step = 0
+    while active.size:
+        logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
+        logp = log_softmax(logits)
+        step += 1
+        histories = [beam_tokens[s][b] for s in active for b in range(k)]
+        ban_repeated_ngrams(logp, histories, opts.no_repeat_ngram_size)
+        vocab = logp.shape[1]
+        cand = (beam_scores[:, :, None] + logp.reshape(len(active), k, vocab)).reshape(len(active), k * vocab)
+        # The best 2k candidates per sentence, best first, ties broken by index.
+        top = np.argpartition(-cand, 2 * k - 1, axis=1)[:, :2 * k]
+        top_scores = np.take_along_axis(cand, top, axis=1)
+        order = np.lexsort((top, -top_scores), axis=1)
+        top, top_scores = np.take_along_axis(top, order, axis=1), np.take_along_axis(top_scores, order, axis=1)
+
+        rows, new_scores, new_tokens, still_active = [], [], [], []
+        for a, sent in enumerate(active):
+            at_limit = step >= limits[sent]
+            next_beams = []
+            for idx, score in zip(top[a], top_scores[a]):
+                if not np.isfinite(score):
+                    break
+                beam, token = divmod(int(idx), vocab)
+                row = a * k + beam
+                hist = beam_tokens[sent][beam]
+                att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
+                if token == EOS_ID or at_limit:
+                    if token != EOS_ID:   # out of length: close with the EOS score instead
+                        score = beam_scores[a, beam] + logp[row, EOS_ID]
+                    norm = score / ((len(hist) + 1) ** opts.length_penalty)
+                    if len(finished[sent]) < k:
+                        finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_attention else None))
+                    continue
+                next_beams.append((row, score, token, hist + [token], att))
+                if len(next_beams) == k:
+                    break
+            if len(finished[sent]) >= k or at_limit or not next_beams:
+                continue
+            still_active.append(a)
+            while len(next_beams) < k:      # keep k rows per sentence; spares can never win
+                next_beams.append((next_beams[0][0], -np.inf, PAD_ID, next_beams[0][3], next_beams[0][4]))
+            for b, (row, score, token, hist, att) in enumerate(next_beams):
+                rows.append(row)
+                new_scores.append(score)
+                new_tokens.append(token)
+                beam_tokens[sent][b] = hist
+                beam_attn[sent][b] = att
+        if not still_active:
+            break
+        backend.select(state, np.asarray(rows, dtype=np.int64))
+        active = active[still_active]
+        beam_scores = np.asarray(new_scores, dtype=np.float64).reshape(len(active), k)
+        tokens = np.asarray(new_tokens, dtype=np.int64)
+
+    results = []
+    for sent in range(batch):
+        hyps = sorted(finished[sent], key=lambda h: -h.score)[:n_best]
+        results.append(Result(hyps))
+    return results

@@ -1,0 +1,33 @@
+"""Special token ids and language tags: the one definition that training, export and runtime share.
+
+The SentencePiece model is trained with exactly these ids, so a bundle's tokenizer and its
+graphs always agree. A sentence is translated into language X by putting the tag `<2X>` in
+front of the source tokens (the multilingual-NMT convention of Johnson et al., 2017).
+"""
+
+PAD_ID = 0
+UNK_ID = 1
+BOS_ID = 2
+EOS_ID = 3
+
+PAD_PIECE = "<pad>"
+UNK_PIECE = "<unk>"
+BOS_PIECE = "<s>"
+EOS_PIECE = "</s>"
+
+
+def language_tag(lang: str) -> str:
+    """The piece that asks for output in `lang`, e.g. "<2en>"."""
+    return f"<2{lang}>"
+
+
+def tag_language(piece: str) -> str | None:
+    """Inverse of `language_tag`: "<2en>" -> "en", anything else -> None."""
+    if piece.startswith("<2") and piece.endswith(">") and len(piece) > 3:
+        return piece[2:-1]
+    return None
+
+
+def source_ids(pieces: list[int], tag_id: int, max_len: int) -> list[int]:
+    """Encoder input for one sentence: the target-language tag, the pieces, EOS (cut to `max_len`)."""
+    return [tag_id, *pieces[: max(max_len - 2, 0)], EOS_ID]

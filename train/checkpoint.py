@@ -1,0 +1,66 @@
+"""Checkpoint files: written atomically, self-describing, and loadable without unpickling code.
+
+A checkpoint records the run config, the model config, the tokenizer (path and the serialized
+SentencePiece model, so export needs nothing else) and, for resuming, the optimizer, scheduler,
+RNG states and data position.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import torch
+
+FORMAT = "mtkit-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(Exception):
+    """A missing, corrupt or incompatible checkpoint; the message names the file."""
+
+
+def save_checkpoint(payload: dict, path: Path) -> None:
+    """Write to a temporary file in the same directory, then rename: a crash never leaves a half file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save({"format": FORMAT, "version": VERSION, **payload}, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, map_location="cpu") -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint")
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # torch raises many types for truncated or foreign files
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not an mtkit checkpoint")
+    if ckpt.get("version") != VERSION:
+        raise CheckpointError(f"{path}: checkpoint version {ckpt.get('version')!r} is not supported (expected {VERSION})")
+    return ckpt
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def average_state_dicts(paths: list[Path]) -> dict:
+    """The element-wise mean of the models in `paths` (checkpoint averaging)."""
+    total = None
+    for p in paths:
+        state = load_checkpoint(p)["model"]
+        if total is None:
+            total = {k: v.clone().double() for k, v in state.items()}
+        else:
+            for k, v in state.items():
+                total[k] += v.double()
+    return {k: (v / len(paths)).to(torch.float32) for k, v in total.items()}

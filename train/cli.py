@@ -1,0 +1,50 @@
+"""`mt-train CONFIG [--resume]`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+
+from .checkpoint import CheckpointError
+from .config import RunConfig
+from .data import DataError
+from .trainer import Interrupted, Trainer, TrainingDiverged
+
+
+@click.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--resume", is_flag=True, help="Continue the run in the config's output_dir from checkpoints/last.pt.")
+@click.option("--output-dir", default=None, help="Override the config's output_dir.")
+@click.option("--max-steps", type=int, default=None, help="Override optim.max_steps.")
+@click.option("--epochs", type=int, default=None, help="Override optim.epochs.")
+def main(config, resume, output_dir, max_steps, epochs):
+    """Train a translation model described by a TOML CONFIG."""
+    console = Console(stderr=True)
+    try:
+        run = RunConfig.load(config)
+        if output_dir:
+            run.output_dir = output_dir
+        if max_steps is not None:
+            run.optim.max_steps = max_steps
+        if epochs is not None:
+            run.optim.epochs = epochs
+        trainer = Trainer(run, console)
+        trainer.prepare(resume)
+        summary = trainer.train()
+    except (DataError, CheckpointError, FileExistsError) as e:
+        console.print(f"[red]error:[/] {e}")
+        sys.exit(2)
+    except TrainingDiverged as e:
+        console.print(f"[red]training diverged:[/] {e}")
+        sys.exit(3)
+    except Interrupted as e:
+        console.print(f"[yellow]interrupted:[/] {e}")
+        sys.exit(130)
+    if summary.get("final_checkpoint"):
+        console.print(f"done: {summary['final_checkpoint']} (dev BLEU {summary['final_dev_bleu']:.2f})")
+
+
+if __name__ == "__main__":
+    main()

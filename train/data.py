@@ -1,0 +1,123 @@
+"""Parallel text: reading aligned files (plain or .gz) and TSV, cleaning, and deterministic holdouts."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class DataError(Exception):
+    """Unusable training data; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    src: str
+    tgt: str
+    src_lang: str
+    tgt_lang: str
+
+
+@dataclass
+class CleaningReport:
+    kept: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        drops = ", ".join(f"{n} {why}" for why, n in sorted(self.dropped.items())) or "none"
+        return f"kept {self.kept} pairs; dropped: {drops}"
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """All lines of a UTF-8 text file (gzip if it ends in .gz), without line ends.
+
+    Invalid UTF-8 is an error naming the file and line: a silent replacement character would
+    end up in the vocabulary.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    opener = gzip.open if path.suffix == ".gz" else open
+    lines = []
+    try:
+        with opener(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                try:
+                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                except UnicodeDecodeError as e:
+                    raise DataError(f"{path}:{number}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+    except (OSError, EOFError) as e:
+        raise DataError(f"{path}: cannot read ({e})") from None
+    return lines
+
+
+def read_parallel(src_path, tgt_path) -> list[tuple[str, str]]:
+    """Two line-aligned files -> (src, tgt) pairs. Files of different lengths are an error."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise DataError(f"misaligned files: {src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
+    return list(zip(src, tgt))
+
+
+def read_tsv(path) -> list[tuple[str, str]]:
+    """A TSV file whose first two columns are source and target (extra columns are ignored)."""
+    pairs = []
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            pairs.append(("", ""))  # counted as an empty pair by `clean`
+            continue
+        cols = line.split("\t")
+        if len(cols) < 2:
+            raise DataError(f"{path}:{number}: expected at least 2 tab-separated columns, found {len(cols)}")
+        pairs.append((cols[0], cols[1]))
+    return pairs
+
+
+def clean(pairs: list[Pair], max_ratio: float = 3.0, max_chars: int = 1000, min_chars_for_ratio: int = 12,
+          report: CleaningReport | None = None) -> list[Pair]:
+    """Drop empty pairs, exact duplicates, overlong pairs and pairs with extreme length ratios."""
+    report = report if report is not None else CleaningReport()
+    seen = set()
+    kept = []
+    for p in pairs:
+        src, tgt = " ".join(p.src.split()), " ".join(p.tgt.split())
+        if not src or not tgt:
+            report.dropped["empty"] += 1
+            continue
+        key = (src, tgt, p.src_lang, p.tgt_lang)
+        if key in seen:
+            report.dropped["duplicate"] += 1
+            continue
+        seen.add(key)
+        if max(len(src), len(tgt)) > max_chars:
+            report.dropped["too long"] += 1
+            continue
+        short, long = sorted((len(src), len(tgt)))
+        if long >= min_chars_for_ratio and long > max_ratio * short:
+            report.dropped["length ratio"] += 1
+            continue
+        kept.append(Pair(src, tgt, p.src_lang, p.tgt_lang))
+    report.kept += len(kept)
+    return kept
+
+
+def split_holdout(pairs: list[Pair], size: int) -> tuple[list[Pair], list[Pair]]:
+    """Deterministically hold out `size` pairs, chosen by a hash of the source side so that the
+    choice does not depend on file order and a source sentence never lands in both parts."""
+    def digest(p: Pair) -> str:
+        return hashlib.sha1(p.src.encode("utf-8")).hexdigest()
+
+    sources = sorted({p.src for p in pairs}, key=lambda s: hashlib.sha1(s.encode("utf-8")).hexdigest())
+    held, count = set(), 0
+    by_src = Counter(p.src for p in pairs)
+    for s in sources:
+        if count >= size:
+            break
+        held.add(s)
+        count += by_src[s]
+    rest = [p for p in pairs if p.src not in held]
+    holdout = sorted((p for p in pairs if p.src in held), key=digest)
+    return rest, holdout

@@ -1,0 +1,50 @@
+"""Training a joint SentencePiece model with the special ids and language tags of `vocab.py`."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import sentencepiece as spm
+
+from mtkit.runtime.vocab import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, UNK_ID, UNK_PIECE, language_tag
+
+from .config import TokenizerConfig
+
+
+def train_tokenizer(sentences: list[str], languages: list[str], cfg: TokenizerConfig, model_path: Path,
+                    seed: int = 1) -> spm.SentencePieceProcessor:
+    """Train on `sentences` (both sides of the training data) and write `model_path`."""
+    model_path = Path(model_path)
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    sample = sentences if len(sentences) <= cfg.input_sentence_size else rng.sample(sentences, cfg.input_sentence_size)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sample),
+        model_prefix=str(model_path.with_suffix("")),
+        vocab_size=cfg.vocab_size,
+        model_type=cfg.model_type,
+        character_coverage=cfg.character_coverage,
+        byte_fallback=cfg.byte_fallback,
+        pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+        pad_piece=PAD_PIECE, unk_piece=UNK_PIECE, bos_piece=BOS_PIECE, eos_piece=EOS_PIECE,
+        user_defined_symbols=[language_tag(lang) for lang in languages],
+        input_sentence_size=0,          # we sampled above, deterministically
+        num_threads=2,
+        minloglevel=2,
+    )
+    return load_tokenizer(model_path)
+
+
+def load_tokenizer(model_path: Path) -> spm.SentencePieceProcessor:
+    sp = spm.SentencePieceProcessor(model_file=str(model_path))
+    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, UNK_ID, BOS_ID, EOS_ID), \
+        f"{model_path}: special ids differ from mtkit.runtime.vocab"
+    return sp
+
+
+def language_tag_ids(sp: spm.SentencePieceProcessor, languages: list[str]) -> dict[str, int]:
+    ids = {lang: sp.piece_to_id(language_tag(lang)) for lang in languages}
+    missing = [lang for lang, i in ids.items() if i == UNK_ID]
+    assert not missing, f"tokenizer has no tag for {missing}"
+    return ids
