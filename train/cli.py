@@ -6,6 +6,7 @@ import sys
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from .checkpoint import CheckpointError
 from .config import RunConfig
@@ -34,13 +35,13 @@ def main(config, resume, output_dir, max_steps, epochs):
         trainer.prepare(resume)
         summary = trainer.train()
     except (DataError, CheckpointError, FileExistsError) as e:
-        console.print(f"[red]error:[/] {e}")
+        console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(2)
     except TrainingDiverged as e:
-        console.print(f"[red]training diverged:[/] {e}")
+        console.print(f"[red]training diverged:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(3)
     except Interrupted as e:
-        console.print(f"[yellow]interrupted:[/] {e}")
+        console.print(f"[yellow]interrupted:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(130)
     if summary.get("final_checkpoint"):
         console.print(f"done: {summary['final_checkpoint']} (dev BLEU {summary['final_dev_bleu']:.2f})")

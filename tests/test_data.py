@@ -1,0 +1,66 @@
+"""Reading and cleaning parallel data: bad lines get clear errors or counted drops."""
+
+import gzip
+
+import pytest
+
+from mtkit.train.data import CleaningReport, DataError, Pair, clean, read_lines, read_parallel, read_tsv, split_holdout
+
+
+def test_reads_plain_and_gzip(tmp_path):
+    (tmp_path / "a.txt").write_text("eins\nzwei\n", encoding="utf-8")
+    with gzip.open(tmp_path / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("eins\nzwei\n")
+    assert read_lines(tmp_path / "a.txt") == read_lines(tmp_path / "a.txt.gz") == ["eins", "zwei"]
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    (tmp_path / "bad.de").write_bytes("gut\n".encode() + b"schlecht \xff\xfe\n")
+    with pytest.raises(DataError, match=r"bad\.de:2: invalid UTF-8"):
+        read_lines(tmp_path / "bad.de")
+
+
+def test_misaligned_files_are_an_error(tmp_path):
+    (tmp_path / "x.de").write_text("a\nb\nc\n")
+    (tmp_path / "x.en").write_text("a\nb\n")
+    with pytest.raises(DataError, match="misaligned.*3 lines.*2"):
+        read_parallel(tmp_path / "x.de", tmp_path / "x.en")
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        read_lines(tmp_path / "nope.de")
+
+
+def test_tsv(tmp_path):
+    (tmp_path / "p.tsv").write_text("Hallo\tHello\textra\n\nNur eine Spalte\n")
+    with pytest.raises(DataError, match=r"p\.tsv:3: expected at least 2"):
+        read_tsv(tmp_path / "p.tsv")
+    (tmp_path / "q.tsv").write_text("Hallo\tHello\n\n")
+    assert read_tsv(tmp_path / "q.tsv") == [("Hallo", "Hello"), ("", "")]
+
+
+def test_cleaning_counts_every_drop():
+    pairs = [Pair(s, t, "de", "en") for s, t in [
+        ("Hallo Welt", "Hello world"),
+        ("Hallo  Welt ", "Hello world"),      # duplicate after whitespace normalisation
+        ("", "Empty source"),
+        ("Leer", "   "),
+        ("Kurz", "This is a very long target sentence for such a short source"),
+        ("x" * 2000, "y" * 2000),
+        ("Guten Morgen", "Good morning"),
+    ]]
+    report = CleaningReport()
+    kept = clean(pairs, max_ratio=3.0, max_chars=1000, report=report)
+    assert [p.src for p in kept] == ["Hallo Welt", "Guten Morgen"]
+    assert report.dropped == {"duplicate": 1, "empty": 2, "length ratio": 1, "too long": 1}
+    assert "kept 2 pairs" in report.summary()
+
+
+def test_holdout_is_deterministic_and_disjoint():
+    pairs = [Pair(f"Satz {i}", f"Sentence {i}", "de", "en") for i in range(200)]
+    rest, held = split_holdout(pairs, 20)
+    rest2, held2 = split_holdout(list(reversed(pairs)), 20)
+    assert len(held) == 20 and len(rest) == 180
+    assert {p.src for p in held} == {p.src for p in held2}     # independent of file order
+    assert not {p.src for p in held} & {p.src for p in rest}

@@ -1,0 +1,112 @@
+"""The trainer: exact resume, interruption, NaN detection, checkpoint files and outputs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import REPO, tiny_run_dict
+from mtkit.train.checkpoint import CheckpointError, load_checkpoint
+from mtkit.train.config import RunConfig
+from mtkit.train.trainer import Interrupted, Trainer, TrainingDiverged
+
+
+def _trainer(out: Path, resume=False, **optim) -> Trainer:
+    trainer = Trainer(RunConfig.from_dict(tiny_run_dict(out, **optim)))
+    trainer.prepare(resume=resume)
+    return trainer
+
+
+def test_resume_gives_identical_weights(tmp_path):
+    """Stopping at step 30 and resuming to step 70 (across an epoch end) equals 70 steps in one go."""
+    straight = _trainer(tmp_path / "a", max_steps=70, epochs=3)
+    straight.train()
+    first = _trainer(tmp_path / "b", max_steps=30, epochs=3)
+    first.train()
+    assert load_checkpoint(tmp_path / "b/checkpoints/last.pt")["progress"]["step"] == 30
+    resumed = _trainer(tmp_path / "b", resume=True, max_steps=70, epochs=3)
+    assert resumed.state.step == 30
+    resumed.train()
+    assert resumed.state.step == straight.state.step == 70
+    for (name, a), (_, b) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
+        assert torch.equal(a, b), name
+    a_opt = straight.optimizer.state_dict()["state"]
+    b_opt = resumed.optimizer.state_dict()["state"]
+    assert all(torch.equal(a_opt[k]["exp_avg"], b_opt[k]["exp_avg"]) for k in a_opt)
+
+
+def test_interrupted_run_saves_and_resumes(tmp_path):
+    trainer = _trainer(tmp_path, epochs=100)
+    timer = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(Interrupted, match="--resume"):
+        trainer.train()
+    timer.cancel()
+    stopped_at = trainer.state.step
+    assert stopped_at > 0
+    resumed = _trainer(tmp_path, resume=True, epochs=100, max_steps=stopped_at + 3)
+    assert resumed.state.step == stopped_at
+    resumed.train()
+    assert resumed.state.step == stopped_at + 3
+
+
+def test_nan_loss_is_caught(tmp_path):
+    trainer = _trainer(tmp_path)
+    with torch.no_grad():
+        trainer.model.decoder_layers[0].ffn.fc1.weight[0, 0] = float("nan")
+    with pytest.raises(TrainingDiverged, match="loss is nan at step 1"):
+        trainer.train()
+
+
+def test_outputs_of_a_finished_run(tiny_checkpoint):
+    out = tiny_checkpoint.parent
+    ckpt = load_checkpoint(tiny_checkpoint)
+    # A checkpoint records its config, tokenizer path and vocabulary.
+    assert ckpt["run_config"]["model"]["d_model"] == 64
+    assert Path(ckpt["tokenizer_path"]).name == "tokenizer.model"
+    assert ckpt["vocab_size"] == 600 and len(ckpt["tokenizer_model"]) > 1000
+    assert set(ckpt["language_tags"]) == {"de", "en"}
+    assert sorted(map(tuple, ckpt["directions"])) == [("de", "en"), ("en", "de")]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    dev = [r for r in records if r["type"] == "dev"]
+    assert [r["epoch"] for r in dev] == [1, 2, 3, 4]
+    assert dev[-1]["dev_loss"] < dev[0]["dev_loss"]          # it learned something
+    assert (out / "learning_curve.png").stat().st_size > 10_000
+    assert (out / "checkpoints/averaged.pt").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["final_checkpoint"].endswith("final.pt")
+    # best-k pruning: keep_best=1 plus the last 2 for averaging
+    assert len(list((out / "checkpoints").glob("epoch*.pt"))) <= 3
+
+
+def test_corrupt_and_foreign_checkpoints(tmp_path, tiny_checkpoint):
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(tiny_checkpoint.read_bytes()[:5000])
+    with pytest.raises(CheckpointError, match="truncated.pt: not a readable checkpoint"):
+        load_checkpoint(truncated)
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(2)}, foreign)
+    with pytest.raises(CheckpointError, match="not an mtkit checkpoint"):
+        load_checkpoint(foreign)
+    future = tmp_path / "future.pt"
+    torch.save({"format": "mtkit-checkpoint", "version": 99}, future)
+    with pytest.raises(CheckpointError, match="version 99 is not supported"):
+        load_checkpoint(future)
+
+
+def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
+    (tmp_path / "bad.toml").write_text("languages = [\n")
+    result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "bad.toml")],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and "invalid TOML" in result.stderr and "Traceback" not in result.stderr
+    (tmp_path / "unknown.toml").write_text('languages = ["de"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n'
+                                           '[model]\nlayers = 3\n')
+    result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "unknown.toml")],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and "unknown key(s) in [model]: layers" in result.stderr
