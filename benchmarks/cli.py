@@ -1,0 +1,73 @@
+"""`mt-bench`: one checkpoint through PyTorch, ONNX Runtime and CTranslate2, speed side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .bench import DATASETS, BenchConfig, BenchError, run_benchmark
+from .engines import ENGINES
+
+
+def _names(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("checkpoint", type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
+              help="Results directory (default: benchmarks/results/<machine>/).")
+@click.option("--work-dir", type=click.Path(path_type=Path), default=None,
+              help="Where the bundle, CT2 models, outputs and worker files go (default: <checkpoint-stem>-bench "
+                   "next to the checkpoint; reused while newer than the checkpoint).")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Parallel data root (default: $MT_DATA_DIR, else <repo>/../shared/data).")
+@click.option("--datasets", default=",".join(DATASETS), show_default=True,
+              help=f"Comma-separated test sets ({', '.join(DATASETS)}).")
+@click.option("--src", "src_lang", default="de", show_default=True, help="Source language.")
+@click.option("--tgt", "tgt_lang", default="en", show_default=True, help="Target language.")
+@click.option("--limit", type=click.IntRange(0), default=200, show_default=True,
+              help="Sentences per test set (0 = all).")
+@click.option("--threads", type=click.IntRange(1), default=2, show_default=True, help="Threads per engine.")
+@click.option("--reps", type=click.IntRange(1), default=3, show_default=True, help="Timed repetitions.")
+@click.option("--warmup", type=click.IntRange(0), default=3, show_default=True,
+              help="Untimed warm-up translations before timing.")
+@click.option("--beam-size", type=click.IntRange(1), default=4, show_default=True, help="Beam for throughput.")
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True,
+              help="Sentences per request for throughput.")
+@click.option("--cold-reps", type=click.IntRange(1), default=3, show_default=True,
+              help="Fresh processes timed for the cold start.")
+@click.option("--engines", default=None,
+              help=f"Comma-separated engines (default: all; GPU ones skip without CUDA): {', '.join(ENGINES)}.")
+@click.option("--bundle", type=click.Path(path_type=Path), default=None,
+              help="Use this exported bundle instead of exporting one.")
+@click.option("--ct2-dir", type=click.Path(path_type=Path), default=None,
+              help="Use these CT2 conversions (a directory with float32/ and int8/) instead of converting.")
+@click.option("--rebuild", is_flag=True, help="Export and convert again even if the work dir has fresh ones.")
+@click.option("--timeout", type=click.FloatRange(1), default=3600, show_default=True,
+              help="Seconds allowed per engine process.")
+@click.option("--machine-name", default=None, help="Name of the results subdirectory (default: from the CPU).")
+def main(checkpoint, out_dir, work_dir, data_dir, datasets, src_lang, tgt_lang, limit, threads, reps, warmup,
+         beam_size, batch_size, cold_reps, engines, bundle, ct2_dir, rebuild, timeout, machine_name):
+    """Benchmark CHECKPOINT (a .pt from mt-train) on every engine, with the same sentences and settings;
+    write results.json, results.md and results.png."""
+    cfg = BenchConfig(checkpoint=checkpoint, out_dir=out_dir, work_dir=work_dir, data_dir=data_dir,
+                      datasets=_names(datasets), src_lang=src_lang, tgt_lang=tgt_lang, limit=limit,
+                      threads=threads, reps=reps, warmup=warmup, beam_size=beam_size, batch_size=batch_size,
+                      cold_reps=cold_reps, engines=_names(engines) if engines else None, bundle=bundle,
+                      ct2_dir=ct2_dir, rebuild=rebuild, timeout=timeout, machine_name=machine_name)
+    try:
+        results, out = run_benchmark(cfg, log=lambda message: click.echo(message, err=True))
+    except BenchError as e:
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    failed = [n for n, e in results["engines"].items() if e["status"] == "failed"]
+    click.echo(f"results: {out}/results.md (.json, .png)")
+    if failed:
+        raise click.ClickException(f"engine(s) failed: {', '.join(failed)} (see {out}/results.md)")
+
+
+if __name__ == "__main__":
+    main()

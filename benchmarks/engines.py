@@ -1,0 +1,141 @@
+"""The engines `mt-bench` compares, behind one call: translate a batch of sentences into one language.
+
+Every engine gets the same sentences and the same search settings (greedy or beam, length penalty
+1, max length ratio 1.5 + 10, capped by the model's positions), decodes a whole request batch at
+once, and returns (text, number of target tokens) per sentence. Imports are lazy so that the
+process running an engine loads only that engine's libraries: the ONNX Runtime worker never
+imports torch, and its peak RSS is its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+@dataclass(frozen=True)
+class EngineSpec:
+    name: str          # "ort-int8", ...: the key in results
+    label: str         # what the report calls it
+    kind: str          # "torch" | "ort" | "ct2"
+    device: str        # "cpu" | "cuda"
+    precision: str     # "fp32" | "int8" | "fp16"
+    use_cache: bool = True
+
+    @property
+    def reference(self) -> str:
+        """The CTranslate2 engine this one is compared with: same device, same precision."""
+        if self.device == "cuda":
+            return "ct2-cuda-fp16" if self.precision == "fp16" else "ct2-cuda-fp32"
+        return "ct2-int8" if self.precision == "int8" else "ct2-fp32"
+
+
+CPU_ENGINES = [
+    EngineSpec("torch-nocache", "PyTorch, no KV cache", "torch", "cpu", "fp32", use_cache=False),
+    EngineSpec("torch", "PyTorch, KV cache", "torch", "cpu", "fp32"),
+    EngineSpec("ort-fp32", "ONNX Runtime fp32", "ort", "cpu", "fp32"),
+    EngineSpec("ort-int8", "ONNX Runtime int8", "ort", "cpu", "int8"),
+    EngineSpec("ct2-fp32", "CTranslate2 fp32", "ct2", "cpu", "fp32"),
+    EngineSpec("ct2-int8", "CTranslate2 int8", "ct2", "cpu", "int8"),
+]
+GPU_ENGINES = [
+    EngineSpec("torch-cuda", "PyTorch CUDA, KV cache", "torch", "cuda", "fp32"),
+    EngineSpec("ort-cuda-fp32", "ONNX Runtime CUDA fp32 (IOBinding)", "ort", "cuda", "fp32"),
+    EngineSpec("ort-cuda-fp16", "ONNX Runtime CUDA fp16 (IOBinding)", "ort", "cuda", "fp16"),
+    EngineSpec("ct2-cuda-fp32", "CTranslate2 CUDA fp32", "ct2", "cuda", "fp32"),
+    EngineSpec("ct2-cuda-fp16", "CTranslate2 CUDA fp16", "ct2", "cuda", "fp16"),
+]
+ENGINES = {e.name: e for e in CPU_ENGINES + GPU_ENGINES}
+
+
+def decode_options(beam_size: int, max_positions: int):
+    from mtkit.runtime.search import DecodeOptions
+
+    return DecodeOptions(beam_size=beam_size, max_length=max_positions)
+
+
+# decode_all limits that never split a request: each call decodes as one batch, as CT2 does with
+# max_batch_size=0 (the runtime's own defaults would cut a beam-4 request of 32 into two).
+ONE_BATCH = {"max_tokens": 1 << 30, "max_sentences": 1 << 20}
+
+
+class TorchEngine:
+    """train/reference.TorchBackend (with or without its KV cache) under the shared numpy search."""
+
+    def __init__(self, spec: EngineSpec, artifacts: dict, threads: int):
+        import sentencepiece as spm
+        import torch
+
+        from mtkit.train.checkpoint import load_checkpoint
+        from mtkit.train.model import ModelConfig, Transformer
+        from mtkit.train.reference import TorchBackend
+
+        torch.set_num_threads(threads)
+        ckpt = load_checkpoint(artifacts["checkpoint"])
+        cfg = ModelConfig(**ckpt["model_config"])
+        model = Transformer(cfg)
+        model.load_state_dict(ckpt["model"])
+        model.to(spec.device).eval()
+        self.sp = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
+        self.tags = dict(ckpt["language_tags"])
+        self.max_positions = cfg.max_positions
+        self.backend = TorchBackend(model, spec.device, use_cache=spec.use_cache)
+        self.device = spec.device
+        del ckpt
+
+    def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
+        from mtkit.runtime.batching import decode_all
+        from mtkit.runtime.vocab import source_ids
+
+        sources = [source_ids(ids, self.tags[to], self.max_positions) for ids in self.sp.encode(texts)]
+        results = decode_all(self.backend, sources, decode_options(beam_size, self.max_positions), **ONE_BATCH)
+        best = [r.hypotheses[0].tokens if r.hypotheses else [] for r in results]
+        return [(self.sp.decode(tokens).strip(), len(tokens)) for tokens in best]   # stripped, as Translator does
+
+
+class OrtEngine:
+    """Our runtime: `mtkit.runtime.Translator` on a bundle (sentence splitting off: one line, one sentence)."""
+
+    def __init__(self, spec: EngineSpec, artifacts: dict, threads: int):
+        from mtkit.runtime.translator import Translator
+
+        self.translator = Translator(artifacts["bundle"], provider=spec.device, threads=threads,
+                                     variant=spec.precision, max_batch_tokens=ONE_BATCH["max_tokens"],
+                                     max_batch_sentences=ONE_BATCH["max_sentences"])
+        self.impl = f"mtkit.runtime.Translator ({type(self.translator.backend).__name__})"
+
+    def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
+        out = self.translator.translate(texts, to, split_sentences=False, beam_size=beam_size)
+        return [(t.text, t.num_tokens) for t in out]
+
+
+class Ct2Engine:
+    """A model converted by `ct2_convert.py`, fed exactly our encoder inputs."""
+
+    def __init__(self, spec: EngineSpec, artifacts: dict, threads: int):
+        import ctranslate2
+        import sentencepiece as spm
+
+        from .ct2_run import TOKENIZER_FILE, read_info
+
+        directory = Path(artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"])
+        self.max_positions = read_info(directory)["max_positions"]
+        self.sp = spm.SentencePieceProcessor(model_file=str(directory / TOKENIZER_FILE))
+        compute_type = {"fp32": "float32", "int8": "int8", "fp16": "float16"}[spec.precision]
+        self.translator = ctranslate2.Translator(str(directory), device=spec.device, compute_type=compute_type,
+                                                 inter_threads=1, intra_threads=threads)
+
+    def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
+        from .ct2_run import source_tokens, translate_options
+
+        sources = [source_tokens(self.sp, t, to, self.max_positions) for t in texts]
+        opts = decode_options(beam_size, self.max_positions)
+        # One max_decoding_length per call: the longest source's (our search has one per sentence).
+        kwargs = translate_options(opts, max(len(s) for s in sources))
+        results = self.translator.translate_batch(sources, max_batch_size=0, **kwargs)
+        best = [r.hypotheses[0] for r in results]
+        return [(self.sp.decode_pieces(tokens).strip(), len(tokens)) for tokens in best]
+
+
+def load(name: str, artifacts: dict, threads: int):
+    spec = ENGINES[name]
+    return {"torch": TorchEngine, "ort": OrtEngine, "ct2": Ct2Engine}[spec.kind](spec, artifacts, threads)

@@ -1,0 +1,138 @@
+"""Writing a benchmark's results: results.json (everything), results.md (tables), results.png (bars)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+JSON_FILE, MARKDOWN_FILE, PNG_FILE = "results.json", "results.md", "results.png"
+
+
+def write_all(results: dict, out_dir: Path) -> dict[str, Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / JSON_FILE, "markdown": out_dir / MARKDOWN_FILE, "png": out_dir / PNG_FILE}
+    _write(paths["json"], json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    _write(paths["markdown"], markdown(results))
+    plot(results, paths["png"])
+    return paths
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _f(value, digits: int = 1, suffix: str = "") -> str:
+    return "–" if value is None else f"{value:,.{digits}f}{suffix}"
+
+
+def markdown(results: dict) -> str:
+    m, s = results["machine"], results["settings"]
+    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v and k != "mtkit")
+    lines = [
+        f"# mt-bench: `{Path(results['checkpoint']).name}`",
+        "",
+        f"- **Machine:** {m['cpu']}, {m['physical_cores']} physical cores / {m['logical_cpus']} logical CPUs "
+        f"({m['available_cpus']} available), {m['memory_gib']} GiB RAM; {m['platform']}; Python {m['python']}",
+        f"- **Versions:** {versions}",
+        f"- **Settings:** threads per engine: {s['threads']}; {s['src_lang']}→{s['tgt_lang']}; latency = greedy, "
+        f"batch 1, per sentence; throughput = beam {s['beam_size']}, requests of {s['batch_size']} sentences, "
+        f"target tokens/s (median of {s['reps']} runs); {s['warmup']} warm-up translations; "
+        f"cold start = median of {s['cold_reps']} fresh processes translating one sentence (beam {s['beam_size']})",
+        f"- **Date:** {results['created']}",
+        "",
+        "Ratios are against the CTranslate2 engine of the same device and precision, measured in the same run: "
+        "latency ×CT2 below 1 and throughput ×CT2 above 1 mean faster than CTranslate2. "
+        "Peak RSS is the high-water mark (VmHWM) of the engine's own process; ru_maxrss is not used because "
+        "Linux carries the parent's peak across exec. Model size counts the weight files only (no tokenizer).",
+        "",
+    ]
+    engines = {n: e for n, e in results["engines"].items() if e["device"] == "cpu"}
+    gpu_engines = {n: e for n, e in results["engines"].items() if e["device"] == "cuda"}
+    lines += _section_tables(results, engines)
+    lines += ["## GPU", "", results["gpu"]["note"] + ".", ""]
+    if any(e["status"] == "ok" for e in gpu_engines.values()):
+        lines += _section_tables(results, gpu_engines, level="###")
+    notes = [f"- `{n}`: {e['status']}: {e['note']}" for n, e in results["engines"].items() if e.get("note")]
+    notes += [f"- `{n}`: {e['impl']}" for n, e in results["engines"].items() if e.get("impl")]
+    notes += [f"- `{n}` cold start failed: {e['cold_start']['error']}" for n, e in results["engines"].items()
+              if "error" in e.get("cold_start", {})]
+    if notes:
+        lines += ["## Notes", "", *notes, ""]
+    return "\n".join(lines)
+
+
+def _section_tables(results: dict, engines: dict, level: str = "##") -> list[str]:
+    lines = []
+    for ds, info in results["datasets"].items():
+        lines += [f"{level} {ds} ({info['sentences']} sentences)", "",
+                  "| engine | latency p50 ms | p95 ms | latency ×CT2 | beam tok/s | throughput ×CT2 "
+                  "| BLEU greedy | BLEU beam | greedy = CT2 |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, e in engines.items():
+            if e["status"] != "ok":
+                lines.append(f"| {e['label']} (`{name}`) | {e['status']} | | | | | | | |")
+                continue
+            d, r = e["datasets"][ds], e.get("ratios", {}).get(ds, {})
+            lines.append(
+                f"| {e['label']} (`{name}`) | {_f(d['latency_ms']['p50'])} | {_f(d['latency_ms']['p95'])} "
+                f"| {_f(r.get('latency_p50'), 2, '×')} | {_f(d['throughput_tokens_per_s'], 0)} "
+                f"| {_f(r.get('throughput'), 2, '×')} | {_f(d['bleu_greedy'])} | {_f(d['bleu_beam'])} "
+                f"| {_f(100 * r['same_greedy_output'] if r else None, 0, '%')} |")
+        lines.append("")
+    lines += [f"{level} Per engine", "",
+              "| engine | peak RSS MB | model size MB | load s | cold start s | ×CT2 |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for name, e in engines.items():
+        if e["status"] != "ok":
+            lines.append(f"| {e['label']} (`{name}`) | {e['status']} | | | | |")
+            continue
+        cold = e.get("cold_start", {}).get("seconds")
+        ref = results["engines"].get(e["reference"], {})
+        ref_cold = ref.get("cold_start", {}).get("seconds") if ref.get("status") == "ok" else None
+        lines.append(f"| {e['label']} (`{name}`) | {_f(e['peak_rss_mb'], 0)} | {_f(e['model_size_mb'], 2)} "
+                     f"| {_f(e['load_s'], 2)} | {_f(cold, 2)} | {_f(cold / ref_cold if cold and ref_cold else None, 2, '×')} |")
+    lines.append("")
+    return lines
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = {n: e for n, e in results["engines"].items() if e["status"] == "ok"}
+    names = list(ok)
+    cold = [n for n in names if ok[n].get("cold_start", {}).get("seconds")]
+    datasets = list(results["datasets"])
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    panels = [
+        (axes[0, 0], "greedy latency p50, batch 1 (ms, lower is better)", names,
+         {ds: [ok[n]["datasets"][ds]["latency_ms"]["p50"] for n in names] for ds in datasets}),
+        (axes[0, 1], f"beam {results['settings']['beam_size']} throughput (target tokens/s, higher is better)", names,
+         {ds: [ok[n]["datasets"][ds]["throughput_tokens_per_s"] for n in names] for ds in datasets}),
+        (axes[1, 0], "peak RSS (MB)", names, {"": [ok[n]["peak_rss_mb"] for n in names]}),
+        (axes[1, 1], "cold start: one sentence from a fresh process (s)", cold,
+         {"": [ok[n]["cold_start"]["seconds"] for n in cold]}),
+    ]
+    for ax, title, labels, series in panels:
+        width = 0.8 / max(len(series), 1)
+        for k, (label, values) in enumerate(series.items()):
+            xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(labels))]
+            bars = ax.bar(xs, values, width, label=label or None)
+            ax.bar_label(bars, fmt=lambda v: f"{v:,.0f}" if v >= 100 else f"{v:.3g}", fontsize=7)
+        ax.set_title(title, fontsize=10)
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
+        if any(series):                      # name the test sets
+            ax.legend(fontsize=8)
+    m = results["machine"]
+    fig.suptitle(f"mt-bench — {Path(results['checkpoint']).name} — {m['cpu']}, "
+                 f"threads: {results['settings']['threads']}", fontsize=11)
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)

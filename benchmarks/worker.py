@@ -1,0 +1,104 @@
+"""One engine, measured in a process of its own: `python -m mtkit.benchmarks.worker JOB.json RESULT.json`.
+
+A fresh process per engine makes peak RSS (VmHWM, see `peak_rss_kb`) that engine's alone and keeps one engine's
+thread pools and allocator state away from the next. The job file says which engine, which
+artifacts, the sentences and the settings; the result file gets the timings, the outputs and the
+peak RSS. `bench.py` writes the job and reads the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+
+def chunks(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def measure_latency(engine, sources: list[str], to: str, reps: int, warmup: int) -> tuple[list[float], list[str]]:
+    """Batch 1, greedy: seconds per sentence over all repetitions, and the outputs."""
+    for text in sources[:warmup]:
+        engine.translate([text], to, 1)
+    seconds, outputs = [], []
+    for _ in range(reps):
+        outputs = []
+        for text in sources:
+            start = time.perf_counter()
+            (out, _), = engine.translate([text], to, 1)
+            seconds.append(time.perf_counter() - start)
+            outputs.append(out)
+    return seconds, outputs
+
+
+def measure_throughput(engine, sources: list[str], to: str, reps: int, warmup: int, beam_size: int,
+                       batch_size: int) -> tuple[list[dict], list[str]]:
+    """Beam search over the whole set in requests of `batch_size`: one record per repetition."""
+    batches = chunks(sources, batch_size)
+    if warmup and batches:
+        engine.translate(batches[0], to, beam_size)     # one request: thread pools, allocator, caches
+    runs, outputs = [], []
+    for _ in range(reps):
+        outputs, tokens = [], 0
+        start = time.perf_counter()
+        for batch in batches:
+            for text, n in engine.translate(batch, to, beam_size):
+                outputs.append(text)
+                tokens += n
+        seconds = time.perf_counter() - start
+        runs.append({"seconds": seconds, "target_tokens": tokens, "sentences": len(sources),
+                     "tokens_per_s": tokens / seconds if seconds > 0 else 0.0})
+    return runs, outputs
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident set size in KiB.
+
+    Linux keeps ru_maxrss across execve: a worker started from a parent holding torch inherits
+    the parent's peak. VmHWM belongs to the process's own address space (new at exec), so it is
+    the engine's alone; ru_maxrss is the fallback where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss   # KiB on Linux, bytes on macOS
+
+
+def run(job: dict) -> dict:
+    from . import engines
+
+    os.environ.setdefault("OMP_NUM_THREADS", str(job["threads"]))
+    start = time.perf_counter()
+    engine = engines.load(job["engine"], job["artifacts"], job["threads"])
+    result = {"engine": job["engine"], "load_s": time.perf_counter() - start,
+              "impl": getattr(engine, "impl", ""), "datasets": {}}
+    for ds in job["datasets"]:
+        sources, to = ds["sources"], ds["tgt_lang"]
+        latency, greedy = measure_latency(engine, sources, to, job["reps"], job["warmup"])
+        runs, beam = measure_throughput(engine, sources, to, job["reps"], job["warmup"], job["beam_size"],
+                                        job["batch_size"])
+        result["datasets"][ds["name"]] = {"latency_s": latency, "throughput_runs": runs,
+                                          "greedy_outputs": greedy, "beam_outputs": beam}
+    result["peak_rss_kb"] = peak_rss_kb()
+    result["ru_maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result["imported_torch"] = "torch" in sys.modules
+    return result
+
+
+def main() -> None:
+    job_path, result_path = map(Path, sys.argv[1:3])
+    job = json.loads(job_path.read_text(encoding="utf-8"))
+    result = run(job)
+    tmp = result_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(result_path)
+
+
+if __name__ == "__main__":
+    main()

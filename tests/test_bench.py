@@ -1,0 +1,111 @@
+"""`mt-bench` end to end on the tiny model: it must write a well-formed result. No timing assertions."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ctranslate2")
+pytest.importorskip("torch")
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tatoeba"
+# Every CPU engine but torch-nocache (the `torch` engine with its cache off: the same code, and the
+# slowest), plus two GPU engines that must be skipped cleanly where there is no CUDA.
+CPU_ENGINES = ["torch", "ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]
+GPU_ENGINES = ["torch-cuda", "ct2-cuda-fp16"]
+
+
+def mt_bench(*args: str) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).parent / "mt-bench"
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "mtkit.benchmarks.cli"]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """The fixture's Tatoeba dev sample laid out like shared/data: tatoeba/dev.{de,en}.gz."""
+    root = tmp_path_factory.mktemp("data")
+    (root / "tatoeba").mkdir()
+    for lang in ("de", "en"):
+        (root / "tatoeba" / f"dev.{lang}.gz").write_bytes(gzip.compress((FIXTURES / f"dev.{lang}").read_bytes()))
+    return root
+
+
+def test_mt_bench_writes_results(tiny_checkpoint, tiny_bundle, data_dir, tmp_path):
+    """All CPU engines; the shared tiny bundle is reused (--bundle), the CT2 models are converted."""
+    out, work = tmp_path / "results", tmp_path / "work"
+    proc = mt_bench(str(tiny_checkpoint), "--bundle", str(tiny_bundle), "--data-dir", str(data_dir),
+                    "--datasets", "tatoeba-dev", "--limit", "3", "--reps", "1", "--warmup", "1", "--cold-reps", "1",
+                    "--threads", "1", "--engines", ",".join(CPU_ENGINES + GPU_ENGINES),
+                    "-o", str(out), "--work-dir", str(work))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    results = json.loads((out / "results.json").read_text())
+    assert {"schema_version", "created", "checkpoint", "machine", "settings", "datasets", "gpu", "engines"} <= set(results)
+    assert results["machine"]["cpu"] and results["machine"]["versions"]["ctranslate2"]
+    assert results["datasets"] == {"tatoeba-dev": {"path": str(data_dir / "tatoeba" / "dev"), "sentences": 3}}
+    engines = results["engines"]
+    for name in CPU_ENGINES:
+        e = engines[name]
+        assert e["status"] == "ok", (name, e.get("note"))
+        d = e["datasets"]["tatoeba-dev"]
+        assert d["latency_ms"]["samples"] == 3 and 0 < d["latency_ms"]["p50"] <= d["latency_ms"]["p95"]
+        assert d["throughput_tokens_per_s"] > 0 and len(d["throughput_runs"]) == 1
+        assert 0 <= d["bleu_greedy"] <= 100 and 0 <= d["bleu_beam"] <= 100
+        assert e["peak_rss_mb"] > 0 and e["model_size_mb"] > 0
+        assert e["ratios"]["reference"] == ("ct2-int8" if name.endswith("int8") else "ct2-fp32")
+        assert (work / "outputs" / f"{name}.tatoeba-dev.greedy.txt").is_file()
+        if e["kind"] != "torch":
+            assert e["cold_start"]["seconds"] > 0, e["cold_start"]
+    assert (work / "ct2" / "int8" / "model.bin").is_file() and not (work / "bundle").exists()
+    assert engines["ct2-fp32"]["ratios"]["tatoeba-dev"]["latency_p50"] == pytest.approx(1.0)
+    # The harness feeds every engine the same encoder input: PyTorch and CT2 fp32 agree exactly.
+    assert engines["torch"]["ratios"]["tatoeba-dev"]["same_greedy_output"] == 1.0
+    # Our runtime's worker never loaded torch; the PyTorch one did.
+    assert engines["ort-int8"]["imported_torch"] is False and engines["torch"]["imported_torch"] is True
+
+    assert list(engines) == CPU_ENGINES + GPU_ENGINES
+    if not results["gpu"]["available"]:
+        assert "skipped" in results["gpu"]["note"]
+        assert all(engines[n]["status"] == "skipped" and engines[n]["note"] for n in GPU_ENGINES)
+
+    md = (out / "results.md").read_text()
+    assert "| engine | latency p50 ms |" in md and "## GPU" in md
+    for name in CPU_ENGINES:
+        assert f"(`{name}`) | " in md
+    png = (out / "results.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+
+
+def run_cli(*args: str):
+    """mt-bench in this process (fast: torch is already imported) for the early argument errors."""
+    from click.testing import CliRunner
+
+    from mtkit.benchmarks.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_missing_test_set_is_a_clear_error(tiny_checkpoint, tmp_path):
+    result = run_cli(str(tiny_checkpoint), "--data-dir", str(tmp_path), "--datasets", "tatoeba-dev",
+                     "-o", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"))
+    assert result.exit_code == 1 and not isinstance(result.exception, (AssertionError, TypeError, KeyError))
+    assert str(tmp_path / "tatoeba" / "dev.de.gz") in result.output and "--data-dir" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_engine_is_a_clear_error(tiny_checkpoint, tmp_path):
+    result = run_cli(str(tiny_checkpoint), "--engines", "ct2-fp32,warp-drive", "-o", str(tmp_path / "out"))
+    assert result.exit_code == 1 and "warp-drive" in result.output and "ct2-int8" in result.output
+
+
+def test_bad_checkpoint_is_a_clear_error(tmp_path):
+    bad = tmp_path / "model.pt"
+    bad.write_text("not a checkpoint")
+    result = run_cli(str(bad), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 1 and str(bad) in result.output

@@ -1,0 +1,188 @@
+"""The CTranslate2 conversion computes our model: same log-probs, same greedy and beam outputs.
+
+Checked on the trained `tiny_checkpoint` and on untrained models with the other architecture
+options (post-norm + gelu, learned positions + untied embeddings). Untrained models give varied
+outputs of varied lengths when the EOS row of the output projection is scaled up, so the
+comparison is not between constant outputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+torch = pytest.importorskip("torch")
+
+import sentencepiece as spm  # noqa: E402
+
+from mtkit.benchmarks.ct2_convert import convert, convert_checkpoint  # noqa: E402
+from mtkit.benchmarks.ct2_run import max_decoding_length, source_tokens, translate_options  # noqa: E402
+from mtkit.runtime.batching import decode_all  # noqa: E402
+from mtkit.runtime.search import DecodeOptions  # noqa: E402
+from mtkit.runtime.vocab import BOS_ID, EOS_ID, source_ids  # noqa: E402
+from mtkit.train.checkpoint import load_checkpoint  # noqa: E402
+from mtkit.train.model import ModelConfig, Transformer  # noqa: E402
+from mtkit.train.reference import TorchBackend  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tatoeba"
+DEV = {lang: (FIXTURES / f"dev.{lang}").read_text(encoding="utf-8").splitlines() for lang in ("de", "en")}
+
+
+class Pair:
+    """A PyTorch model and its CT2 conversion, with the shared tokenizer."""
+
+    def __init__(self, ckpt: dict, out: Path, quantization: str | None = None, **convert_options):
+        torch.set_num_threads(1)
+        self.cfg = ModelConfig(**ckpt["model_config"])
+        self.model = Transformer(self.cfg)
+        self.model.load_state_dict(ckpt["model"])
+        self.model.eval()
+        self.tags = ckpt["language_tags"]
+        self.sp = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
+        self.dir = convert(ckpt, out, quantization, **convert_options)
+        self.ct2 = ctranslate2.Translator(str(self.dir), intra_threads=1)
+
+    def ours(self, texts, to, opts):
+        sources = [source_ids(p, self.tags[to], self.cfg.max_positions) for p in self.sp.encode(texts)]
+        return sources, [r.hypotheses[0] for r in decode_all(TorchBackend(self.model), sources, opts)]
+
+    def theirs(self, texts, to, opts):
+        """CT2, one sentence per call so that each gets our per-sentence length limit."""
+        out = []
+        for text in texts:
+            tokens = source_tokens(self.sp, text, to, self.cfg.max_positions)
+            result = self.ct2.translate_batch([tokens], **translate_options(opts, len(tokens)))[0]
+            out.append([self.sp.piece_to_id(t) for t in result.hypotheses[0]])
+        return out
+
+    def torch_log_probs(self, src: str, tgt: str, to: str) -> np.ndarray:
+        ids = torch.tensor([source_ids(self.sp.encode(src), self.tags[to], self.cfg.max_positions)])
+        target = self.sp.encode(tgt)
+        with torch.no_grad():
+            lp = self.model(ids, ids != 0, torch.tensor([[BOS_ID, *target]])).log_softmax(-1)[0]
+        return lp[torch.arange(len(target) + 1), torch.tensor(target + [EOS_ID])].numpy()
+
+    def ct2_log_probs(self, src: str, tgt: str, to: str) -> np.ndarray:
+        tokens = source_tokens(self.sp, src, to, self.cfg.max_positions)
+        return np.array(self.ct2.score_batch([tokens], [self.sp.encode(tgt, out_type=str)])[0].log_probs)
+
+
+def max_score_diff(pair: Pair, n: int = 20) -> float:
+    worst = 0.0
+    for src_lang, to in (("de", "en"), ("en", "de")):
+        for src, tgt in zip(DEV[src_lang][:n], DEV[to][:n]):
+            ours, theirs = pair.torch_log_probs(src, tgt, to), pair.ct2_log_probs(src, tgt, to)
+            assert ours.shape == theirs.shape
+            worst = max(worst, float(np.abs(ours - theirs).max()))
+    return worst
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tiny_checkpoint, tmp_path_factory) -> Pair:
+    return Pair(load_checkpoint(tiny_checkpoint), tmp_path_factory.mktemp("ct2") / "fp32")
+
+
+def untrained(base: dict, seed: int = 0, **options) -> dict:
+    """An untrained model with the tokenizer of `base`: random but deterministic outputs."""
+    torch.manual_seed(seed)
+    cfg = ModelConfig(**{**base["model_config"], **options})
+    model = Transformer(cfg)
+    with torch.no_grad():
+        model.lm_head.weight[EOS_ID] *= 5      # EOS wins now and then: outputs of varied lengths
+    return {"model": model.state_dict(), "model_config": cfg.to_dict(), "tokenizer_model": base["tokenizer_model"],
+            "language_tags": base["language_tags"]}
+
+
+def test_source_tokens_are_our_encoder_input(tiny_pair):
+    sp = tiny_pair.sp
+    for text in DEV["de"][:10] + [""]:
+        tokens = source_tokens(sp, text, "en", tiny_pair.cfg.max_positions)
+        assert [sp.piece_to_id(t) for t in tokens] == source_ids(sp.encode(text), tiny_pair.tags["en"],
+                                                                 tiny_pair.cfg.max_positions)
+    long = " ".join(DEV["de"])           # longer than the position table: cut the same way
+    tokens = source_tokens(sp, long, "en", 16)
+    assert [sp.piece_to_id(t) for t in tokens] == source_ids(sp.encode(long), tiny_pair.tags["en"], 16)
+    assert len(tokens) == 16
+
+
+def test_converted_model_has_our_config(tiny_pair):
+    import json
+
+    config = json.loads((tiny_pair.dir / "config.json").read_text())
+    assert config["add_source_bos"] is False and config["add_source_eos"] is False
+    assert config["decoder_start_token"] == "<s>" and config["eos_token"] == "</s>"
+    assert config["layer_norm_epsilon"] == pytest.approx(1e-5)
+    vocab = json.loads((tiny_pair.dir / "shared_vocabulary.json").read_text())
+    assert vocab == [tiny_pair.sp.id_to_piece(i) for i in range(tiny_pair.sp.get_piece_size())]
+
+
+def test_log_probs_match_torch(tiny_pair):
+    assert max_score_diff(tiny_pair) < 2e-5     # float noise is ~2e-6; a wrong layer-norm eps gives 5e-6..6e-5
+
+
+def test_ct2_own_positions_would_be_shifted(tiny_checkpoint, tmp_path):
+    """Why we write our position table: CT2's built-in one starts at position 1, ours at 0."""
+    pair = Pair(load_checkpoint(tiny_checkpoint), tmp_path / "own", use_our_positions=False)
+    assert max_score_diff(pair, n=5) > 1e-3
+
+
+@pytest.mark.parametrize("to,src_lang", [("en", "de"), ("de", "en")])
+def test_greedy_outputs_identical(tiny_pair, to, src_lang):
+    opts = DecodeOptions(beam_size=1, max_length=tiny_pair.cfg.max_positions)
+    _, ours = tiny_pair.ours(DEV[src_lang], to, opts)
+    theirs = tiny_pair.theirs(DEV[src_lang], to, opts)
+    assert [h.tokens for h in ours] == theirs
+
+
+def test_beam4_outputs_identical(tiny_pair):
+    opts = DecodeOptions(beam_size=4, max_length=tiny_pair.cfg.max_positions)
+    sources, ours = tiny_pair.ours(DEV["de"], "en", opts)
+    theirs = tiny_pair.theirs(DEV["de"], "en", opts)
+    # Compared where our search ended with EOS: at the length cut the two searches score differently.
+    ended = [i for i, s in enumerate(sources) if len(ours[i].tokens) < max_decoding_length(len(s), opts)]
+    assert len(ended) >= len(sources) // 2
+    assert [ours[i].tokens for i in ended] == [theirs[i] for i in ended]
+
+
+@pytest.mark.parametrize("options", [
+    {"pre_norm": False, "activation": "gelu"},
+    {"positions": "learned", "tie_embeddings": False},
+], ids=["postnorm-gelu", "learned-untied"])
+def test_other_architectures(tiny_checkpoint, tmp_path, options):
+    pair = Pair(untrained(load_checkpoint(tiny_checkpoint), **options), tmp_path / "ct2")
+    assert max_score_diff(pair, n=5) < 2e-5
+    opts = DecodeOptions(beam_size=1, max_length=pair.cfg.max_positions)
+    _, ours = pair.ours(DEV["de"][:20], "en", opts)
+    assert len({len(h.tokens) for h in ours}) > 1          # not one constant output
+    assert [h.tokens for h in ours] == pair.theirs(DEV["de"][:20], "en", opts)
+
+
+def test_int8_conversion(tiny_checkpoint, tiny_pair, tmp_path):
+    int8 = convert_checkpoint(tiny_checkpoint, tmp_path / "int8", quantization="int8")
+    assert (int8 / "model.bin").stat().st_size < 0.5 * (tiny_pair.dir / "model.bin").stat().st_size
+    translator = ctranslate2.Translator(str(int8), compute_type="int8", intra_threads=1)
+    tokens = source_tokens(tiny_pair.sp, DEV["de"][0], "en", tiny_pair.cfg.max_positions)
+    scores = np.array(translator.score_batch([tokens], [tiny_pair.sp.encode(DEV["en"][0], out_type=str)])[0].log_probs)
+    reference = tiny_pair.torch_log_probs(DEV["de"][0], DEV["en"][0], "en")
+    assert np.abs(scores - reference).max() < 0.5       # quantized, so close but not equal
+
+
+def test_tokenizer_that_does_not_fit_is_an_error(tiny_checkpoint, tmp_path):
+    ckpt = load_checkpoint(tiny_checkpoint)
+    ckpt["tokenizer_model"] = spm_model_with_fewer_pieces(ckpt)
+    with pytest.raises(ValueError, match="pieces but the model has"):
+        convert(ckpt, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
+def spm_model_with_fewer_pieces(ckpt: dict) -> bytes:
+    """A tokenizer that does not fit the model (a real SentencePiece model, trained here)."""
+    import io
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(DEV["de"] + DEV["en"]), model_writer=model,
+                                   vocab_size=100, pad_id=0, unk_id=1, bos_id=2, eos_id=3, minloglevel=2)
+    return model.getvalue()
