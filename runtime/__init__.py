@@ -1,1 +1,24 @@
-"""Torch-free runtime: ONNX Runtime + numpy + SentencePiece."""
+"""Torch-free runtime: ONNX Runtime + numpy + SentencePiece.
+
+    from mtkit.runtime import Translator
+    Translator().translate("Guten Morgen")[0].text
+
+The public names load lazily, so `import mtkit.runtime.vocab` (used by training) stays cheap.
+"""
+
+_EXPORTS = {
+    "Translator": "translator", "Translation": "translator", "Hypothesis": "translator", "Alignment": "translator",
+    "LongInputWarning": "translator",
+    "TranslationError": "errors", "ModelLoadError": "errors", "ProviderError": "errors",
+    "BundleError": "bundle_format", "BundleConfig": "bundle_format",
+    "default_model": "bundle",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

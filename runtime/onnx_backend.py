@@ -1,22 +1,119 @@
 """ONNX Runtime as a decoder backend for `search.py`: the encoder runs once per batch, the decoder
-once per step with the KV cache fed back in."""
+once per step with the KV cache fed back in.
+
+Two backends share one interface:
+- `OnnxBackend` keeps the cache in numpy arrays (the CPU path: ORT's CPU tensors are host memory anyway);
+- `IOBindingBackend` keeps it in OrtValues on the session's device (CUDA), binding each step's
+  `present_*` outputs as the next step's `past_*` inputs, so only the logits come back to the host.
+  It runs with device "cpu" too, which is how the tests check it against `OnnxBackend`.
+
+Cross-attention keys/values depend only on the source sentence, so both backends track which
+sentence each state row belongs to and re-gather them only when that changes (a sentence
+finishing, or the first beam expansion), not on every beam reorder.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
 from . import bundle_format as bf
 from .bundle_format import BundleConfig
+from .errors import ModelLoadError, ProviderError
+from .gather_graph import FLOAT, FLOAT16, gather_model
+
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+OPTIMIZATION_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+@dataclass
+class SessionSettings:
+    threads: int | None = None            # intra-op threads; None = ORT's default (one per physical core)
+    graph_optimization: str = "all"       # "disable" | "basic" | "extended" | "all"
+    memory_arena: bool = True             # ORT's CPU arena: faster repeated allocations, memory is kept
+    log_level: int = 3                    # 3 = errors only (ORT warns about unused initializers etc.)
+
+
+def cuda_available() -> bool:
+    """Whether this onnxruntime build ships the CUDA provider (not whether it works: see `create_session`)."""
+    return PROVIDERS["cuda"] in ort.get_available_providers()
+
+
+def session_options(settings: SessionSettings) -> ort.SessionOptions:
+    if settings.graph_optimization not in OPTIMIZATION_LEVELS:
+        raise ValueError(f"graph_optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = OPTIMIZATION_LEVELS[settings.graph_optimization]
+    so.enable_cpu_mem_arena = settings.memory_arena
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.inter_op_num_threads = 1           # the graphs are a single chain: no parallel branches to run
+    if settings.threads:
+        so.intra_op_num_threads = settings.threads
+    so.log_severity_level = settings.log_level
+    return so
+
+
+def create_session(model: Path | bytes, provider: str, settings: SessionSettings,
+                   name: str = "") -> ort.InferenceSession:
+    """An InferenceSession on exactly `provider`, or an error: ORT silently falls back to CPU when the
+    CUDA libraries are missing, so the providers actually in use are checked after creation."""
+    if provider not in PROVIDERS:
+        raise ProviderError(f"unknown provider {provider!r} (expected one of: {', '.join(PROVIDERS)}, auto)")
+    if provider == "cuda" and not cuda_available():
+        raise ProviderError("CUDA was requested, but this onnxruntime build has no CUDAExecutionProvider "
+                            f"(available: {', '.join(ort.get_available_providers())}); install the `gpu` extra "
+                            "(onnxruntime-gpu) or use --provider cpu")
+    providers = [PROVIDERS[provider]] + (["CPUExecutionProvider"] if provider == "cuda" else [])
+    label = name or str(model)
+    try:
+        session = ort.InferenceSession(model if isinstance(model, bytes) else str(model),
+                                       sess_options=session_options(settings), providers=providers)
+    except Exception as e:  # ORT raises its own exception types for unreadable or invalid graphs
+        message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        raise ModelLoadError(f"{label}: not a usable ONNX model ({message})") from None
+    if session.get_providers()[0] != PROVIDERS[provider]:
+        raise ProviderError(f"CUDA was requested, but ONNX Runtime could not initialize it for {label} "
+                            f"(it fell back to {session.get_providers()[0]}); check the CUDA and cuDNN "
+                            "libraries that onnxruntime-gpu needs, or use --provider cpu")
+    return session
+
+
+def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig, path: Path) -> None:
+    """The graph's inputs and outputs must be the ones `bundle_format.tensor_names` promises."""
+    expected = bf.tensor_names(config.decoder_layers)[graph]
+    inputs = [i.name for i in session.get_inputs()]
+    outputs = [o.name for o in session.get_outputs()]
+    missing = [n for n in expected["inputs"] if n not in inputs] + [n for n in expected["outputs"] if n not in outputs]
+    if missing:
+        raise ModelLoadError(f"{path}: graph lacks {', '.join(missing)}; it does not match "
+                             f"{bf.CONFIG_FILE} ({config.decoder_layers} decoder layers)")
+
+
+def first_rows(rows: np.ndarray, have: np.ndarray) -> np.ndarray | None:
+    """Index into `have` (the sentence of each materialized row) giving sentence `rows[i]` for each i,
+    or None when `have` already equals `rows`."""
+    if rows.shape == have.shape and np.array_equal(rows, have):
+        return None
+    lookup = np.empty(int(have.max()) + 1, dtype=np.int64)
+    lookup[have[::-1]] = np.arange(len(have) - 1, -1, -1)      # first occurrence wins
+    return lookup[rows]
 
 
 @dataclass
 class OnnxState:
-    src_mask: np.ndarray
-    cross: dict[str, np.ndarray]     # cross_key_i / cross_value_i, computed once
-    past: dict[str, np.ndarray]      # past_key_i / past_value_i, grows by one position a step
+    src_mask: np.ndarray              # [N,S] for the sentences in `cross_rows`
+    cross: dict                       # cross_key_i / cross_value_i, computed once per batch
+    past: dict                        # past_key_i / past_value_i, one position longer each step
+    rows: np.ndarray                  # sentence of each state row
+    cross_rows: np.ndarray = field(default=None)   # sentence of each row of `cross` and `src_mask`
 
 
 class OnnxBackend:
@@ -33,23 +130,98 @@ class OnnxBackend:
         self.past_names = [n for i in range(self.layers) for n in (bf.past_key(i), bf.past_value(i))]
         self.present_names = [n for i in range(self.layers) for n in (bf.present_key(i), bf.present_value(i))]
 
+    # The three `DecoderBackend` methods.
+
     def start(self, src_ids: np.ndarray, src_mask: np.ndarray) -> OnnxState:
+        src_mask = src_mask.astype(bool, copy=False)
         outputs = self.encoder.run(self.cross_names, {bf.SRC_IDS: src_ids.astype(np.int64, copy=False),
-                                                      bf.SRC_MASK: src_mask.astype(bool, copy=False)})
-        empty = np.zeros((src_ids.shape[0], self.heads, 0, self.head_dim), dtype=self.cache_dtype)
-        return OnnxState(src_mask.astype(bool, copy=False), dict(zip(self.cross_names, outputs)),
-                         {name: empty for name in self.past_names})
+                                                      bf.SRC_MASK: src_mask})
+        rows = np.arange(src_ids.shape[0])
+        return OnnxState(src_mask, dict(zip(self.cross_names, outputs)), self._empty_past(len(rows)), rows, rows)
 
     def step(self, state: OnnxState, tokens: np.ndarray, need_attention: bool = False):
+        self._align_cross(state)
         feeds = {bf.TGT_IDS: tokens.astype(np.int64, copy=False).reshape(-1, 1), bf.SRC_MASK: state.src_mask,
                  **state.past, **state.cross}
         names = [bf.LOGITS, *self.present_names] + ([bf.CROSS_ATTENTION] if need_attention else [])
         outputs = self.decoder.run(names, feeds)
-        state.past = dict(zip(self.present_names, outputs[1:1 + len(self.present_names)]))
+        state.past = dict(zip(self.past_names, outputs[1:1 + len(self.present_names)]))
         attention = outputs[-1][:, -1].astype(np.float32) if need_attention else None
         return outputs[0][:, -1].astype(np.float32, copy=False), attention
 
     def select(self, state: OnnxState, rows: np.ndarray) -> None:
-        state.src_mask = state.src_mask[rows]
-        state.cross = {k: v[rows] for k, v in state.cross.items()}
-        state.past = {k: v[rows] for k, v in state.past.items()}
+        identity = len(rows) == len(state.rows) and np.array_equal(rows, np.arange(len(rows)))
+        state.rows = state.rows[rows]
+        if not identity:
+            state.past = {k: self._take(v, rows) for k, v in state.past.items()}
+
+    # Helpers the IOBinding backend overrides.
+
+    def _empty_past(self, batch: int) -> dict:
+        empty = np.zeros((batch, self.heads, 0, self.head_dim), dtype=self.cache_dtype)
+        return {name: empty for name in self.past_names}
+
+    def _take(self, value, rows: np.ndarray):
+        return np.take(value, rows, axis=0)
+
+    def _align_cross(self, state: OnnxState) -> None:
+        index = first_rows(state.rows, state.cross_rows)
+        if index is not None:
+            state.cross = {k: self._take(v, index) for k, v in state.cross.items()}
+            state.src_mask = np.take(state.src_mask, index, axis=0)
+            state.cross_rows = state.rows
+
+
+class IOBindingBackend(OnnxBackend):
+    """The KV cache stays on `device` ("cuda", or "cpu" for testing) as OrtValues between steps."""
+
+    def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, config: BundleConfig,
+                 device: str = "cuda", device_id: int = 0, settings: SessionSettings | None = None):
+        super().__init__(encoder, decoder, config)
+        self.device, self.device_id = device, device_id
+        # Row selection runs as a one-node Gather graph on the cache's own device.
+        elem = FLOAT16 if self.cache_dtype == np.float16 else FLOAT
+        self.gather = create_session(gather_model(elem), device, settings or SessionSettings(), name="row gather graph")
+
+    def start(self, src_ids: np.ndarray, src_mask: np.ndarray) -> OnnxState:
+        src_mask = src_mask.astype(bool, copy=False)
+        binding = self.encoder.io_binding()
+        binding.bind_cpu_input(bf.SRC_IDS, np.ascontiguousarray(src_ids, dtype=np.int64))
+        binding.bind_cpu_input(bf.SRC_MASK, np.ascontiguousarray(src_mask))
+        for name in self.cross_names:
+            binding.bind_output(name, self.device, self.device_id)
+        self.encoder.run_with_iobinding(binding)
+        rows = np.arange(src_ids.shape[0])
+        cross = dict(zip(self.cross_names, binding.get_outputs()))
+        return OnnxState(src_mask, cross, self._empty_past(len(rows)), rows, rows)
+
+    def step(self, state: OnnxState, tokens: np.ndarray, need_attention: bool = False):
+        self._align_cross(state)
+        binding = self.decoder.io_binding()
+        binding.bind_cpu_input(bf.TGT_IDS, np.ascontiguousarray(tokens, dtype=np.int64).reshape(-1, 1))
+        binding.bind_cpu_input(bf.SRC_MASK, np.ascontiguousarray(state.src_mask))   # [N,S] bools: tiny
+        for name, value in (*state.past.items(), *state.cross.items()):
+            if isinstance(value, np.ndarray):           # the empty cache of the first step
+                binding.bind_cpu_input(name, value)
+            else:
+                binding.bind_ortvalue_input(name, value)
+        binding.bind_output(bf.LOGITS, "cpu")                     # the one tensor the search needs on the host
+        for name in self.present_names:
+            binding.bind_output(name, self.device, self.device_id)
+        if need_attention:
+            binding.bind_output(bf.CROSS_ATTENTION, "cpu")
+        self.decoder.run_with_iobinding(binding)
+        outputs = binding.get_outputs()                            # in the order bound above
+        state.past = dict(zip(self.past_names, outputs[1:1 + len(self.present_names)]))
+        attention = outputs[-1].numpy()[:, -1].astype(np.float32) if need_attention else None
+        return outputs[0].numpy()[:, -1].astype(np.float32, copy=False), attention
+
+    def _take(self, value, rows: np.ndarray):
+        if isinstance(value, np.ndarray):               # the empty first-step cache stays on the host
+            return np.take(value, rows, axis=0)
+        binding = self.gather.io_binding()
+        binding.bind_ortvalue_input("data", value)
+        binding.bind_cpu_input("indices", np.ascontiguousarray(rows, dtype=np.int64))
+        binding.bind_output("output", self.device, self.device_id)
+        self.gather.run_with_iobinding(binding)
+        return binding.get_outputs()[0]

@@ -83,7 +83,13 @@ def max_lengths(src_mask: np.ndarray, opts: DecodeOptions) -> np.ndarray:
 
 def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, opts: DecodeOptions) -> list[Result]:
     if opts.sampling:
-        return _sample(backend, src_ids, src_mask, opts)
+        n = max(opts.num_hypotheses, 1)
+        if n == 1:
+            return _sample(backend, src_ids, src_mask, opts)
+        # n independent samples per sentence: decode each sentence n times, best sample first.
+        flat = _sample(backend, np.repeat(src_ids, n, axis=0), np.repeat(src_mask, n, axis=0), opts)
+        return [Result(sorted((h for r in flat[i * n:(i + 1) * n] for h in r.hypotheses), key=lambda h: -h.score))
+                for i in range(src_ids.shape[0])]
     if opts.beam_size <= 1:
         return _greedy(backend, src_ids, src_mask, opts)
     return _beam(backend, src_ids, src_mask, opts)
@@ -103,19 +109,21 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[
     step = 0
     while active.size:
         logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
+        step += 1
+        rows = np.arange(len(active))
         if pick is None and opts.no_repeat_ngram_size <= 0:
             # Greedy needs no softmax to choose; one log-sum-exp gives the chosen token's score.
             chosen = logits.argmax(axis=-1)
-            top = logits[np.arange(len(chosen)), chosen].astype(np.float64)
-            shifted = logits - logits.max(axis=-1, keepdims=True)
-            chosen_logp = top - logits.max(axis=-1) - np.log(np.exp(shifted).sum(axis=-1))
+            chosen = np.where(step >= limits[active], EOS_ID, chosen)  # out of length: close the sentence
+            top = logits.max(axis=-1, keepdims=True)
+            log_z = top[:, 0] + np.log(np.exp(logits - top).sum(axis=-1))
+            chosen_logp = logits[rows, chosen].astype(np.float64) - log_z
         else:
             logp = log_softmax(logits)
             ban_repeated_ngrams(logp, [histories[i] for i in active], opts.no_repeat_ngram_size)
             chosen = logp.argmax(axis=-1) if pick is None else pick(logp)
-            chosen_logp = logp[np.arange(len(chosen)), chosen]
-        step += 1
-        chosen = np.where(step >= limits[active], EOS_ID, chosen)  # out of length: close the sentence
+            chosen = np.where(step >= limits[active], EOS_ID, chosen)
+            chosen_logp = logp[rows, chosen]
         keep = []
         for row, sent in enumerate(active):
             scores[sent] += chosen_logp[row]
@@ -149,6 +157,7 @@ def _sample(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
             sorted_probs = np.take_along_axis(probs, order, axis=-1)
             # Keep the smallest prefix whose mass reaches top_p (always at least one token).
             drop_sorted = np.cumsum(sorted_probs, axis=-1) - sorted_probs >= opts.top_p
+            drop_sorted[:, 0] = False
             drop = np.zeros_like(drop_sorted)
             np.put_along_axis(drop, order, drop_sorted, axis=-1)
             probs = np.where(drop, 0.0, probs)
@@ -191,7 +200,16 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
 
         rows, new_scores, new_tokens, still_active = [], [], [], []
         for a, sent in enumerate(active):
-            at_limit = step >= limits[sent]
+            if step >= limits[sent]:
+                # Out of length: close every live beam once, scoring EOS in place of the next token.
+                for beam in range(k):
+                    if np.isfinite(beam_scores[a, beam]):
+                        row, hist = a * k + beam, beam_tokens[sent][beam]
+                        score = beam_scores[a, beam] + logp[row, EOS_ID]
+                        att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
+                        norm = score / ((len(hist) + 1) ** opts.length_penalty)
+                        finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_attention else None))
+                continue
             next_beams = []
             for idx, score in zip(top[a], top_scores[a]):
                 if not np.isfinite(score):
@@ -200,9 +218,7 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
                 row = a * k + beam
                 hist = beam_tokens[sent][beam]
                 att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
-                if token == EOS_ID or at_limit:
-                    if token != EOS_ID:   # out of length: close with the EOS score instead
-                        score = beam_scores[a, beam] + logp[row, EOS_ID]
+                if token == EOS_ID:
                     norm = score / ((len(hist) + 1) ** opts.length_penalty)
                     if len(finished[sent]) < k:
                         finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_attention else None))
@@ -210,7 +226,7 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
                 next_beams.append((row, score, token, hist + [token], att))
                 if len(next_beams) == k:
                     break
-            if len(finished[sent]) >= k or at_limit or not next_beams:
+            if len(finished[sent]) >= k or not next_beams:
                 continue
             still_active.append(a)
             while len(next_beams) < k:      # keep k rows per sentence; spares can never win

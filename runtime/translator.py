@@ -1,0 +1,374 @@
+"""`Translator`: load a bundle, translate text. The API that the CLIs and the TUI are built on.
+
+A call goes: split each text into sentences (`sentences.py`), clean and tokenize them, cut any
+sentence longer than the model's positions into parts (with a warning), decode all parts in
+length-sorted batches (`batching.py`, `search.py`, `onnx_backend.py`), then detokenize and put
+every text back together with its original separators.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+import unicodedata
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import bundle
+from .batching import decode_all
+from .bundle_format import BundleConfig, BundleError
+from .errors import ModelLoadError, ProviderError, TranslationError
+from .search import DecodeOptions
+from .search import Hypothesis as SearchHypothesis
+from .sentences import split
+from .vocab import EOS_PIECE, source_ids
+
+
+class LongInputWarning(UserWarning):
+    """A sentence longer than the model's positions was translated in parts."""
+
+
+@dataclass
+class Hypothesis:
+    text: str
+    tokens: list[str]          # target SentencePiece pieces
+    score: float               # log-probability; length-normalised for beam search (see search.py)
+
+
+@dataclass
+class Alignment:
+    """Cross-attention of the last decoder layer (averaged over heads) for the best hypothesis.
+
+    Rows are `target_tokens` (the output pieces and the closing </s>), columns `source_tokens`
+    (the language tag, the source pieces and </s>). A text decoded in several parts (sentences)
+    gets a block-diagonal matrix: zeros between a part's target and another part's source."""
+
+    source_tokens: list[str]
+    target_tokens: list[str]
+    weights: list[list[float]]
+
+
+@dataclass
+class Translation:
+    text: str
+    tokens: list[str]
+    score: float
+    hypotheses: list[Hypothesis]            # n-best, best first; hypotheses[0] is text/tokens/score
+    alignment: Alignment | None = None
+    source: str = ""
+    num_tokens: int = 0                     # target pieces of the best hypothesis, without </s>
+    num_source_tokens: int = 0              # source pieces, without the language tag and </s>
+    num_parts: int = 0                      # sentences (and pieces of over-long ones) decoded
+    timings: dict = field(default_factory=dict)   # ms spent by the whole call this came from, and its size
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Segment:
+    """One sentence of a text: its decoded parts and the text around it."""
+    lead: str
+    trail: str
+    sep: str
+    parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
+
+
+def clean(text: str) -> str:
+    """Control characters become spaces (tab and newline included); a BOM and lone surrogates go."""
+    if not text.isprintable():
+        text = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text)
+    text = text.replace("\ufeff", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:          # lone surrogates (e.g. from surrogateescape'd input)
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def split_long(ids: list[int], limit: int, pieces: list[str]) -> list[list[int]]:
+    """Cut `ids` into balanced parts of at most `limit`, preferring word starts ("▁...") as cut points."""
+    n_parts = math.ceil(len(ids) / limit)
+    parts, start = [], 0
+    for k in range(1, n_parts):
+        cut = min(start + limit, round(len(ids) * k / n_parts))
+        for j in range(cut, start + max(limit // 2, 1), -1):   # back up to a word start, not too far
+            if pieces[j].startswith("▁"):
+                cut = j
+                break
+        parts.append(ids[start:cut])
+        start = cut
+    parts.append(ids[start:])
+    return parts
+
+
+def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: str, settings):
+    """(variant, encoder session, decoder session) for a variant ("auto": int8 on CPU or fp16 on CUDA
+    when the bundle has it, else fp32), each graph checked against config.json."""
+    from .onnx_backend import check_graph, create_session
+
+    if variant == "auto":
+        preferred = "int8" if provider == "cpu" else "fp16"
+        variant = preferred if preferred in config.variants else "fp32"
+    encoder_path, decoder_path = bundle.variant_files(directory, config, variant)
+    encoder = create_session(encoder_path, provider, settings)
+    decoder = create_session(decoder_path, provider, settings)
+    check_graph(encoder, "encoder", config, encoder_path)
+    check_graph(decoder, "decoder", config, decoder_path)
+    return variant, encoder, decoder
+
+
+class Translator:
+    def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
+                 variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
+                 io_binding: bool | None = None, max_batch_tokens: int = 4096, max_batch_sentences: int = 64):
+        """Load a bundle: a directory or a .tar.gz / .zip archive; None = the default model (`bundle.default_model`).
+
+        provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
+        variant: "auto" (int8 on CPU when the bundle has it, fp16 on CUDA when it has it, else fp32),
+        or "fp32" / "int8" / "fp16". threads: ONNX Runtime intra-op threads (None = its default).
+        graph_optimization ("disable" / "basic" / "extended" / "all") and memory_arena are ORT session
+        options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
+        """
+        from .onnx_backend import IOBindingBackend, OnnxBackend, SessionSettings, cuda_available
+
+        if provider not in ("cpu", "cuda", "auto"):
+            raise TranslationError(f"unknown provider {provider!r} (expected cpu, cuda or auto)")
+        if variant != "auto" and variant not in ("fp32", "int8", "fp16"):
+            raise TranslationError(f"unknown variant {variant!r} (expected auto, fp32, int8 or fp16)")
+        if threads is not None and threads < 1:
+            raise TranslationError(f"threads must be at least 1, not {threads}")
+        if graph_optimization not in ("disable", "basic", "extended", "all"):
+            raise TranslationError(f"unknown graph_optimization {graph_optimization!r} "
+                                   "(expected disable, basic, extended or all)")
+        try:
+            directory = bundle.resolve_model(path)
+            config = BundleConfig.load(directory)
+            tokenizer = bundle.load_tokenizer(directory, config)
+            settings = SessionSettings(threads=threads, graph_optimization=graph_optimization, memory_arena=memory_arena)
+            self.provider_note = ""       # why "auto" chose what it chose
+            graphs = None
+            if provider == "auto":
+                provider, self.provider_note = "cpu", "this onnxruntime build has no CUDA provider"
+                if cuda_available():
+                    try:
+                        graphs = open_graphs(directory, config, variant, "cuda", settings)
+                        provider, self.provider_note = "cuda", "CUDA is available and initialized"
+                    except ProviderError as e:
+                        self.provider_note = f"CUDA did not initialize: {e}"
+            if graphs is None:
+                graphs = open_graphs(directory, config, variant, provider, settings)
+            chosen_variant, encoder, decoder = graphs
+            use_binding = provider == "cuda" if io_binding is None else io_binding
+            backend = (IOBindingBackend(encoder, decoder, config, device=provider, settings=settings)
+                       if use_binding else OnnxBackend(encoder, decoder, config))
+        except BundleError as e:
+            raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
+        self._setup(backend, tokenizer, config, directory, provider, chosen_variant,
+                    max_batch_tokens, max_batch_sentences)
+
+    @classmethod
+    def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
+                     variant: str = "fp32", max_batch_tokens: int = 4096, max_batch_sentences: int = 64) -> "Translator":
+        """A Translator over any `search.DecoderBackend`, e.g. the PyTorch model (mt-eval on a checkpoint)."""
+        self = cls.__new__(cls)
+        self.provider_note = ""
+        self._setup(backend, tokenizer, config, Path(path), provider, variant, max_batch_tokens, max_batch_sentences)
+        return self
+
+    def _setup(self, backend, tokenizer, config, path, provider, variant, max_batch_tokens, max_batch_sentences):
+        self.backend = backend
+        self.tokenizer = tokenizer
+        self.config = config
+        self.path = path
+        self.provider = provider
+        self.variant = variant
+        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_sentences = max_batch_sentences
+        self.languages = list(config.language_tags)
+        self.default_language = "en" if "en" in self.languages else self.languages[0]
+
+    def __repr__(self) -> str:
+        return f"Translator({str(self.path)!r}, provider={self.provider!r}, variant={self.variant!r})"
+
+    # Options.
+
+    def decode_options(self, beam_size=4, num_hypotheses=1, length_penalty=1.0, sampling=False, temperature=1.0,
+                       top_k=0, top_p=1.0, seed=None, no_repeat_ngram_size=0, max_length_ratio=1.5,
+                       return_alignment=False) -> DecodeOptions:
+        """Checked search options (the keyword arguments of `translate`)."""
+        checks = [
+            (beam_size >= 1, f"beam_size must be at least 1, not {beam_size}"),
+            (num_hypotheses >= 1, f"num_hypotheses must be at least 1, not {num_hypotheses}"),
+            (sampling or num_hypotheses <= beam_size,
+             f"num_hypotheses ({num_hypotheses}) cannot exceed beam_size ({beam_size}) without sampling"),
+            (temperature > 0, f"temperature must be positive, not {temperature}"),
+            (top_k >= 0, f"top_k must be 0 (off) or positive, not {top_k}"),
+            (0 < top_p <= 1, f"top_p must be in (0, 1], not {top_p}"),
+            (no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be 0 (off) or positive, not {no_repeat_ngram_size}"),
+            (max_length_ratio > 0, f"max_length_ratio must be positive, not {max_length_ratio}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise TranslationError(message)
+        return DecodeOptions(beam_size=beam_size, length_penalty=length_penalty, num_hypotheses=num_hypotheses,
+                             max_length_ratio=max_length_ratio, max_length=self.config.max_positions,
+                             no_repeat_ngram_size=no_repeat_ngram_size, sampling=sampling, temperature=temperature,
+                             top_k=top_k, top_p=top_p, seed=seed, return_attention=return_alignment)
+
+    def tag_id(self, to: str | None) -> int:
+        to = to or self.default_language
+        if to not in self.config.language_tags:
+            raise TranslationError(f"this model cannot translate into {to!r}; its target languages are: "
+                                   f"{', '.join(self.languages)}")
+        return self.config.language_tags[to]
+
+    # Translation.
+
+    def translate(self, texts: list[str] | str, to: str | None = None, beam_size: int = 4, num_hypotheses: int = 1,
+                  length_penalty: float = 1.0, sampling: bool = False, temperature: float = 1.0, top_k: int = 0,
+                  top_p: float = 1.0, seed: int | None = None, no_repeat_ngram_size: int = 0,
+                  max_length_ratio: float = 1.5, return_alignment: bool = False,
+                  split_sentences: bool = True) -> list[Translation]:
+        """Translate each text into `to` (default "en" if the model has it, else its first language).
+
+        beam_size 1 is greedy search; num_hypotheses asks for an n-best list (at most beam_size, or
+        that many independent samples with sampling=True); beam scores are log p / length^length_penalty.
+        sampling draws from the softmax at `temperature`, cut to the top_k tokens and the top_p mass;
+        a seed makes it reproducible. no_repeat_ngram_size bans repeating any n-gram of that size.
+        Output is at most max_length_ratio * source tokens + 10 (and the model's maximum).
+        return_alignment adds the cross-attention weights. split_sentences translates a paragraph
+        sentence by sentence. Returns one Translation per text, in order (a str gives a list of one).
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
+        tag = self.tag_id(to)
+        opts = self.decode_options(beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
+                                   sampling=sampling, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                                   no_repeat_ngram_size=no_repeat_ngram_size, max_length_ratio=max_length_ratio,
+                                   return_alignment=return_alignment)
+        t0 = time.perf_counter()
+
+        # 1. Sentences, cleaned and tokenized; over-long ones cut into parts.
+        layouts: list[list[_Segment]] = []
+        cores: list[str] = []
+        owners: list[tuple[int, int]] = []
+        for i, text in enumerate(texts):
+            segments = []
+            pieces = split(text.strip()) if split_sentences else [(text.strip(), "")]
+            for sentence, sep in pieces:
+                core = sentence.strip()
+                lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
+                segments.append(_Segment(lead, trail, sep))
+                core = clean(core).strip()
+                if core:
+                    owners.append((i, len(segments) - 1))
+                    cores.append(core)
+            layouts.append(segments)
+        encoded = self.tokenizer.encode(cores) if cores else []
+        limit = self.config.max_positions - 2                  # room for the language tag and </s>
+        sources: list[list[int]] = []
+        text_warnings: list[list[str]] = [[] for _ in texts]
+        for (i, s), ids in zip(owners, encoded):
+            parts = [ids]
+            if len(ids) > limit:
+                parts = split_long(ids, limit, [self.tokenizer.id_to_piece(t) for t in ids])
+                message = (f"a sentence of {len(ids)} tokens is longer than the model's maximum of {limit}; "
+                           f"translated in {len(parts)} parts")
+                text_warnings[i].append(message)
+                warnings.warn(f"text {i + 1}: {message}", LongInputWarning, stacklevel=2)
+            for part in parts:
+                layouts[i][s].parts.append(len(sources))
+                sources.append(source_ids(part, tag, limit + 2))
+        t1 = time.perf_counter()
+
+        # 2. Decoding, length-sorted, in input order.
+        results = decode_all(self.backend, sources, opts, self.max_batch_tokens, self.max_batch_sentences) if sources else []
+        t2 = time.perf_counter()
+
+        # 3. Detokenized and reassembled.
+        translations = [self._assemble(text, segments, sources, results, opts, text_warnings[i])
+                        for i, (text, segments) in enumerate(zip(texts, layouts))]
+        t3 = time.perf_counter()
+        timings = {"preprocess_ms": 1000 * (t1 - t0), "decode_ms": 1000 * (t2 - t1),
+                   "postprocess_ms": 1000 * (t3 - t2), "batch_texts": len(texts), "batch_parts": len(sources)}
+        for tr in translations:
+            tr.timings = dict(timings)
+        return translations
+
+    def translate_iter(self, texts: Iterable[str], to: str | None = None, batch_size: int = 32,
+                       **options) -> Iterator[Translation]:
+        """Translate a stream, `batch_size` texts at a time, yielding results in input order as soon as
+        each batch is done. Options as for `translate`; they are checked before the first text is read."""
+        if batch_size < 1:
+            raise TranslationError(f"batch_size must be at least 1, not {batch_size}")
+        self.tag_id(to)
+        self.decode_options(**{k: v for k, v in options.items() if k != "split_sentences"})   # fail before reading
+        iterator = iter(texts)
+        while batch := list(itertools.islice(iterator, batch_size)):
+            yield from self.translate(batch, to, **options)
+
+    def _assemble(self, text: str, segments: list[_Segment], sources, results, opts: DecodeOptions,
+                  text_warnings: list[str]) -> Translation:
+        parts = [p for seg in segments for p in seg.parts]
+        n_best = max(len(results[p].hypotheses) for p in parts) if parts else 1
+        beam = not opts.sampling and opts.beam_size > 1
+
+        def hypothesis(rank: int) -> tuple[Hypothesis, list[SearchHypothesis]]:
+            chosen: dict[int, SearchHypothesis] = {}
+            for p in parts:
+                hyps = results[p].hypotheses or [SearchHypothesis([], 0.0)]
+                chosen[p] = hyps[min(rank, len(hyps) - 1)]
+            out, tokens = [], []
+            for seg in segments:
+                words = [self.tokenizer.decode(chosen[p].tokens).strip() for p in seg.parts]
+                body = " ".join(w for w in words if w)
+                out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
+                tokens += [self.tokenizer.id_to_piece(t) for p in seg.parts for t in chosen[p].tokens]
+            # Scores of parts combine as if decoded as one: log-probs add up; beam scores are
+            # per-token averages (for length_penalty 1), so they average weighted by length.
+            if not parts:
+                score = 0.0
+            elif beam:
+                lengths = [len(chosen[p].tokens) + 1 for p in parts]
+                score = sum(chosen[p].score * n for p, n in zip(parts, lengths)) / sum(lengths)
+            else:
+                score = sum(chosen[p].score for p in parts)
+            return Hypothesis("".join(out).strip(), tokens, float(score)), [chosen[p] for p in parts]
+
+        hypotheses, best_parts = [], None
+        for rank in range(n_best):
+            hyp, used = hypothesis(rank)
+            hypotheses.append(hyp)
+            best_parts = best_parts or used
+        best = hypotheses[0]
+        alignment = self._alignment(parts, sources, best_parts) if opts.return_attention and parts else None
+        n_source = sum(len(sources[p]) - 2 for p in parts)
+        return Translation(best.text, best.tokens, best.score, hypotheses, alignment, source=text,
+                           num_tokens=len(best.tokens), num_source_tokens=n_source, num_parts=len(parts),
+                           warnings=list(text_warnings))
+
+    def _alignment(self, parts: list[int], sources, hyps: list[SearchHypothesis]) -> Alignment:
+        piece = self.tokenizer.id_to_piece
+        source_tokens, target_tokens, blocks = [], [], []
+        for p, hyp in zip(parts, hyps):
+            src = sources[p]
+            source_tokens += [piece(t) for t in src]                  # tag, pieces, </s>
+            target_tokens += [piece(t) for t in hyp.tokens] + [EOS_PIECE]
+            block = np.zeros((len(hyp.tokens) + 1, len(src)), dtype=np.float32)
+            for r, row in enumerate((hyp.attention or [])[: len(block)]):
+                block[r] = row[: len(src)]                           # batch rows are padded on the right
+            blocks.append(block)
+        weights = np.zeros((len(target_tokens), len(source_tokens)), dtype=np.float32)
+        r = c = 0
+        for b in blocks:
+            weights[r:r + b.shape[0], c:c + b.shape[1]] = b
+            r, c = r + b.shape[0], c + b.shape[1]
+        return Alignment(source_tokens, target_tokens, weights.round(6).tolist())

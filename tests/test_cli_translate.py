@@ -1,0 +1,218 @@
+"""`mt-translate` end to end on the tiny bundle: in-process for speed, in subprocesses where the exit
+status, stderr or a terminal matter."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mtkit.runtime.cli import main
+
+BIN = Path(sys.executable).parent / "mt-translate"
+
+
+@pytest.fixture(autouse=True)
+def model(tiny_bundle, monkeypatch):
+    monkeypatch.setenv("MT_MODEL", str(tiny_bundle))     # the default model for every call below
+    return tiny_bundle
+
+
+def cli(capsys, monkeypatch, *args, stdin: bytes | None = None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    try:
+        main(["--threads", "1", *args])
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run(*args, stdin: bytes = b"", tty_stderr: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run([str(BIN), "--threads", "1", *args], input=stdin, capture_output=True, timeout=120,
+                          env=environment)
+
+
+def test_text_arguments_one_line_each(capsys, monkeypatch):
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "Guten Morgen.", "Ich habe Hunger.")
+    assert code == 0 and err == ""
+    assert len(out.splitlines()) == 2
+
+
+def test_stdin_keeps_line_count_and_empty_lines(capsys, monkeypatch):
+    lines = ["Hallo.", "", "   ", "Wie geht es dir? Gut.", "\t", "Tschüss."]
+    code, out, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--batch-size", "2",
+                       stdin=("\n".join(lines) + "\n").encode())
+    assert code == 0
+    got = out.split("\n")
+    assert got[-1] == "" and len(got) - 1 == len(lines)
+    assert [got[i] for i in (1, 2, 4)] == ["", "", ""]
+    # The same lines as arguments give the same output (batching does not change results).
+    code, out2, _ = cli(capsys, monkeypatch, "--beam-size", "1", *lines)
+    assert out2 == out
+
+
+def test_crlf_and_bom_input(capsys, monkeypatch):
+    _, a, _ = cli(capsys, monkeypatch, "--beam-size", "1", stdin="\ufeffHallo.\r\nJa.\r\n".encode())
+    _, b, _ = cli(capsys, monkeypatch, "--beam-size", "1", "Hallo.", "Ja.")
+    assert a == b
+
+
+def test_jsonl_carries_scores_nbest_and_timings(capsys, monkeypatch):
+    code, out, _ = cli(capsys, monkeypatch, "--format", "jsonl", "--n-best", "3", "--beam-size", "3", "--alignment",
+                       "Hallo.", "")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["line"] for r in records] == [1, 2]
+    first = records[0]
+    assert first["source"] == "Hallo." and len(first["n_best"]) == 3
+    assert first["n_best"][0]["text"] == first["text"] and first["score"] == first["n_best"][0]["score"]
+    assert [h["score"] for h in first["n_best"]] == sorted((h["score"] for h in first["n_best"]), reverse=True)
+    assert {"decode_ms", "preprocess_ms"} <= set(first["timings"])
+    assert len(first["alignment"]["weights"]) == len(first["tokens"]) + 1
+    assert records[1]["text"] == "" and records[1]["n_best"][0]["text"] == ""
+
+
+def test_text_nbest_is_tab_separated(capsys, monkeypatch):
+    _, out, _ = cli(capsys, monkeypatch, "--n-best", "2", "--beam-size", "2", "Hallo.")
+    assert out.count("\t") == 1 and out.count("\n") == 1
+
+
+def test_sampling_with_seed_is_reproducible(capsys, monkeypatch):
+    args = ["--sampling", "--seed", "3", "--temperature", "1.5", "--format", "jsonl", "Ich habe Hunger.", "Ja."]
+    _, a, _ = cli(capsys, monkeypatch, *args)
+    _, b, _ = cli(capsys, monkeypatch, *args)
+    assert [json.loads(x)["tokens"] for x in a.splitlines()] == [json.loads(x)["tokens"] for x in b.splitlines()]
+
+
+def test_to_and_bad_options(capsys, monkeypatch):
+    code, out, _ = cli(capsys, monkeypatch, "--to", "de", "Good morning.")
+    assert code == 0 and out.count("\n") == 1
+    code, _, err = cli(capsys, monkeypatch, "--to", "fr", "Hallo")
+    assert code == 1 and "cannot translate into 'fr'" in err and "Traceback" not in err
+    code, _, err = cli(capsys, monkeypatch, "--n-best", "5", "--beam-size", "2", "Hallo")
+    assert code == 1 and "num_hypotheses" in err
+    code, out, _ = cli(capsys, monkeypatch, "--list-languages")
+    assert out.split() == ["de", "en"]
+
+
+def test_long_line_is_split_with_a_warning(capsys, monkeypatch):
+    long_line = " ".join(["Hund Katze Maus Haus Baum"] * 60)
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "--max-length-ratio", "0.3", "Hallo.", long_line)
+    assert code == 0 and out.count("\n") == 2
+    assert "warning: line 2:" in err and "longer than the model's maximum" in err
+
+
+def test_file_to_file(capsys, monkeypatch, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("Hallo.\n\nWie geht es?\n", encoding="utf-8")
+    out_file = tmp_path / "out.txt"
+    code, out, err = cli(capsys, monkeypatch, "-i", str(src), "-o", str(out_file), "--beam-size", "1")
+    assert code == 0 and out == "" and err == ""          # not a terminal: no progress bar
+    assert out_file.read_text(encoding="utf-8").count("\n") == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]
+
+
+def test_invalid_utf8_names_the_line_and_leaves_no_output(capsys, monkeypatch, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes("Hallo.\nJa.\n".encode() + b"caf\xe9 au lait\n" + b"Nein.\n")
+    out_file = tmp_path / "out.txt"
+    code, out, err = cli(capsys, monkeypatch, "-i", str(src), "-o", str(out_file))
+    assert code == 1 and "line 3: invalid UTF-8" in err and str(src) in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]   # no output, no temporary file
+    # On stdin, too (read as a stream): the error names the line; -o is still not created.
+    code, _, err = cli(capsys, monkeypatch, "-o", str(out_file), stdin=b"Hallo\n\xff\xfe\n")
+    assert code == 1 and "stdin, line 2: invalid UTF-8" in err
+    assert not out_file.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_missing_input_file(capsys, monkeypatch, tmp_path):
+    code, _, err = cli(capsys, monkeypatch, "-i", str(tmp_path / "nope.txt"))
+    assert code == 1 and "nope.txt: cannot open" in err
+
+
+# Subprocesses: the real console script, exit codes and stderr.
+
+def test_console_script_pipe(model):
+    out = run("--beam-size", "1", stdin="Hallo.\n\nJa.\n".encode())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().count("\n") == 3 and out.stderr == b""
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("truncate", "decoder.int8.onnx: not a usable ONNX model"),
+    ("schema", "config.json: schema_version"),
+    ("tokenizer", "tokenizer.model: missing"),
+])
+def test_broken_bundle_exits_without_traceback(model, tmp_path, damage, message):
+    import shutil
+
+    bundle = shutil.copytree(model, tmp_path / "b")
+    if damage == "truncate":
+        (bundle / "decoder.int8.onnx").write_bytes((bundle / "decoder.int8.onnx").read_bytes()[:1000])
+    elif damage == "schema":
+        cfg = json.loads((bundle / "config.json").read_text())
+        cfg["schema_version"] = 0
+        (bundle / "config.json").write_text(json.dumps(cfg))
+    else:
+        (bundle / "tokenizer.model").unlink()
+    out = run("-m", str(bundle), "Hallo")
+    err = out.stderr.decode()
+    assert out.returncode == 1 and message in err and "Traceback" not in err and out.stdout == b""
+
+
+def test_no_model_at_all_says_to_pass_m(tmp_path):
+    env = {"MT_MODEL": str(tmp_path / "missing")}
+    out = run("Hallo", env=env)
+    assert out.returncode == 1 and b"missing: no such file" in out.stderr and b"Traceback" not in out.stderr
+
+
+def test_cuda_provider_without_cuda_fails_cleanly():
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this machine has the CUDA provider")
+    out = run("--provider", "cuda", "Hallo")
+    err = out.stderr.decode()
+    assert out.returncode == 1 and "CUDA" in err and "Traceback" not in err and out.stdout == b""
+    auto = run("--provider", "auto", "--beam-size", "1", "Hallo")
+    assert auto.returncode == 0 and b"provider auto: using cpu" in auto.stderr and auto.stdout.count(b"\n") == 1
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("Hallo.\nJa.\nNein.\n", encoding="utf-8")
+    piped = run("-i", str(src), "-o", str(tmp_path / "a.txt"), "--beam-size", "1")
+    assert piped.returncode == 0 and piped.stderr == b""
+    # stderr on a pseudo-terminal: rich draws the bar there.
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run([str(BIN), "--threads", "1", "-i", str(src), "-o", str(tmp_path / "b.txt"), "--beam-size", "1"],
+                              stderr=follower, stdout=subprocess.PIPE, timeout=120,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "80"})
+        os.close(follower)
+        follower = None
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower is not None:
+            os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 0
+    assert b"translating" in shown
+    assert (tmp_path / "a.txt").read_bytes() == (tmp_path / "b.txt").read_bytes()

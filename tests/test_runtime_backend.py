@@ -1,0 +1,130 @@
+"""ONNX Runtime backends and providers: the IOBinding path (run here on the CPU) against the plain
+one, the cache bookkeeping of beam search, session options and provider selection."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from mtkit.runtime import ProviderError, Translator, TranslationError
+from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
+from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows
+
+TEXTS = ["Ich habe Hunger.", "Wo ist der Bahnhof? Ich weiß es nicht.", "Tom ist nicht hier.", "Das ist gut.",
+         "Kannst du mir bitte helfen?", "Ja."]
+
+
+@pytest.fixture(scope="module")
+def plain(tiny_bundle):
+    return Translator(tiny_bundle, variant="fp32", threads=1)
+
+
+@pytest.fixture(scope="module")
+def bound(tiny_bundle):
+    return Translator(tiny_bundle, variant="fp32", threads=1, io_binding=True)
+
+
+def same(a, b):
+    return [[(h.tokens, h.score) for h in t.hypotheses] for t in a] == [[(h.tokens, h.score) for h in t.hypotheses] for t in b]
+
+
+@pytest.mark.parametrize("options", [dict(beam_size=1), dict(beam_size=4, num_hypotheses=3),
+                                     dict(sampling=True, seed=5, top_k=10)])
+def test_iobinding_path_gives_identical_outputs(plain, bound, options):
+    assert isinstance(plain.backend, OnnxBackend) and not isinstance(plain.backend, IOBindingBackend)
+    assert isinstance(bound.backend, IOBindingBackend) and bound.backend.device == "cpu"
+    assert same(plain.translate(TEXTS, **options), bound.translate(TEXTS, **options))
+
+
+def test_iobinding_alignment_is_identical(plain, bound):
+    a = plain.translate(TEXTS[:2], beam_size=3, return_alignment=True)
+    b = bound.translate(TEXTS[:2], beam_size=3, return_alignment=True)
+    assert [t.alignment.weights for t in a] == [t.alignment.weights for t in b]
+
+
+def test_iobinding_cache_stays_in_ortvalues(bound):
+    backend = bound.backend
+    ids = np.array([[5, 300, 301, 3], [5, 302, 3, 0]])
+    state = backend.start(ids, ids != 0)
+    backend.step(state, np.array([2, 2]))
+    backend.select(state, np.array([1, 1, 0]))
+    logits, _ = backend.step(state, np.array([7, 8, 9]))
+    assert logits.shape == (3, bound.config.vocab_size)
+    assert all(isinstance(v, ort.OrtValue) for v in [*state.past.values(), *state.cross.values()])
+    assert state.past["past_key_0"].shape()[:3] == [3, bound.config.n_heads, 2]
+
+
+def test_beam_reorders_do_not_regather_cross_attention_cache(plain):
+    """Cross keys/values depend only on the source sentence: reordering beams within a sentence
+    must leave them alone; dropping a sentence must gather them."""
+    backend = plain.backend
+    ids = np.array([[5, 300, 301, 3], [5, 302, 3, 0]])
+    state = backend.start(ids, ids != 0)
+    backend.select(state, np.repeat([0, 1], 3))              # 3 beams per sentence
+    backend.step(state, np.full(6, 2))
+    cross = state.cross
+    backend.select(state, np.array([2, 0, 0, 5, 3, 4]))      # reorder within each sentence
+    past = state.past["past_key_0"]
+    backend.step(state, np.arange(6) + 10)
+    assert state.cross is cross                              # untouched: no copy
+    assert state.past["past_key_0"].shape[2] == past.shape[2] + 1
+    backend.select(state, np.array([3, 4, 5]))                # sentence 0 finished
+    backend.step(state, np.arange(3) + 10)
+    assert state.cross is not cross and len(state.cross["cross_key_0"]) == 3
+    np.testing.assert_array_equal(state.cross["cross_key_0"], cross["cross_key_0"][3:6])
+    np.testing.assert_array_equal(state.src_mask, np.repeat([[True, True, True, False]], 3, axis=0))
+
+
+def test_first_rows():
+    assert first_rows(np.array([0, 1]), np.array([0, 1])) is None
+    np.testing.assert_array_equal(first_rows(np.array([1, 1, 0]), np.array([0, 0, 1, 1])), [2, 2, 0])
+
+
+@pytest.mark.parametrize("elem, dtype", [(FLOAT, np.float32), (FLOAT16, np.float16)])
+def test_gather_graph_is_valid_onnx_and_gathers_rows(elem, dtype):
+    onnx = pytest.importorskip("onnx")
+    model = gather_model(elem)
+    onnx.checker.check_model(onnx.load_from_string(model), full_check=True)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).random((3, 2, 4, 5)).astype(dtype)
+    rows = np.array([2, 2, 0])
+    np.testing.assert_array_equal(session.run(None, {"data": x, "indices": rows})[0], x[rows])
+
+
+def test_session_options_are_applied(tiny_bundle, plain):
+    t = Translator(tiny_bundle, variant="fp32", threads=2, graph_optimization="disable", memory_arena=False)
+    options = t.backend.decoder.get_session_options()
+    assert options.intra_op_num_threads == 2
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    assert options.enable_cpu_mem_arena is False
+    a, b = t.translate(TEXTS, beam_size=1), plain.translate(TEXTS, beam_size=1)
+    assert [x.tokens for x in a] == [x.tokens for x in b]
+
+
+def test_variants(tiny_bundle):
+    auto = Translator(tiny_bundle, threads=1)
+    assert (auto.provider, auto.variant) == ("cpu", "int8")          # int8 preferred on CPU
+    fp32 = Translator(tiny_bundle, variant="fp32", threads=1)
+    assert fp32.variant == "fp32"
+    with pytest.raises(TranslationError, match="no 'fp16' variant"):
+        Translator(tiny_bundle, variant="fp16")
+    with pytest.raises(TranslationError, match="unknown variant"):
+        Translator(tiny_bundle, variant="int4")
+    # int8 is an approximation of fp32: most greedy outputs agree on this tiny model.
+    a, b = auto.translate(TEXTS, beam_size=1), fp32.translate(TEXTS, beam_size=1)
+    assert sum(x.tokens[:3] == y.tokens[:3] for x, y in zip(a, b)) >= len(TEXTS) // 2
+
+
+@pytest.mark.skipif(cuda_available(), reason="checks the behaviour without a CUDA provider")
+def test_cuda_without_cuda_is_a_clear_error_not_a_fallback(tiny_bundle):
+    with pytest.raises(ProviderError, match="CUDA"):
+        Translator(tiny_bundle, provider="cuda")
+
+
+@pytest.mark.skipif(cuda_available(), reason="checks the behaviour without a CUDA provider")
+def test_auto_provider_falls_back_to_cpu_and_says_why(tiny_bundle):
+    t = Translator(tiny_bundle, provider="auto", threads=1)
+    assert t.provider == "cpu" and t.variant == "int8"
+    assert "CUDA" in t.provider_note
+    assert t.backend.decoder.get_providers()[0] == "CPUExecutionProvider"

@@ -1,0 +1,236 @@
+"""The `Translator` API: texts in, Translations out, with sentences, bad input and bundles."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mtkit.runtime import BundleError, LongInputWarning, ModelLoadError, Translation, Translator, TranslationError
+from mtkit.runtime import bundle
+from mtkit.runtime.sentences import split, split_sentences
+
+
+@pytest.fixture(scope="module")
+def t(tiny_bundle):
+    return Translator(tiny_bundle, threads=1)
+
+
+def test_basic_api(t, tiny_bundle):
+    assert t.path == Path(tiny_bundle).resolve()
+    assert t.languages == ["de", "en"] and t.provider == "cpu" and t.variant == "int8"
+    assert set(t.config.language_tags) == {"de", "en"}
+    [tr] = t.translate("Guten Morgen.")                   # a str gives a list of one
+    assert isinstance(tr, Translation)
+    assert tr.hypotheses[0].text == tr.text and tr.hypotheses[0].tokens == tr.tokens
+    assert tr.text == t.tokenizer.decode_pieces(tr.tokens).strip()
+    assert tr.num_tokens == len(tr.tokens) and tr.num_source_tokens > 0
+    assert set(tr.timings) >= {"preprocess_ms", "decode_ms", "postprocess_ms"}
+    # The default direction is into English; German is the other target.
+    assert t.translate("Guten Morgen.", to="en")[0].tokens == tr.tokens
+    assert t.translate(["Good morning.", "Thank you."], to="de")[1].source == "Thank you."
+
+
+def test_bad_options_are_translation_errors(t):
+    with pytest.raises(TranslationError, match="cannot translate into 'fr'.*de, en"):
+        t.translate("Hallo", to="fr")
+    with pytest.raises(TranslationError, match="num_hypotheses"):
+        t.translate("Hallo", beam_size=2, num_hypotheses=3)
+    with pytest.raises(TranslationError, match="top_p"):
+        t.translate("Hallo", sampling=True, top_p=0)
+    with pytest.raises(TranslationError, match="text 2 is a int"):
+        t.translate(["Hallo", 3])
+
+
+def test_empty_and_whitespace_texts_stay_empty(t):
+    out = t.translate(["", "   ", "\t\n", "Hallo.", "\x00\x07"])
+    assert [o.text for o in out[:3]] == ["", "", ""] and out[4].text == ""
+    assert [o.num_parts for o in out] == [0, 0, 0, 1, 0]
+    assert t.translate([]) == []
+
+
+def test_paragraphs_are_split_into_sentences_and_rejoined(t):
+    paragraph = "Ich habe Hunger. Wo ist der Bahnhof? Das ist z.B. gut."
+    [whole] = t.translate(paragraph, beam_size=1)
+    parts = t.translate(split_sentences(paragraph), beam_size=1)
+    assert whole.num_parts == 3
+    assert whole.tokens == [p for tr in parts for p in tr.tokens]
+    assert whole.text == " ".join(p.text for p in parts if p.text)
+    assert whole.score == pytest.approx(sum(p.score for p in parts))        # greedy log-probs add up
+    [unsplit] = t.translate(paragraph, beam_size=1, split_sentences=False)
+    assert unsplit.num_parts == 1
+
+
+def test_newlines_inside_a_text_are_kept(t):
+    [tr] = t.translate("Hallo.\n\nWie geht es?", beam_size=1)
+    a, b = t.translate(["Hallo.", "Wie geht es?"], beam_size=1)
+    assert tr.text == f"{a.text}\n\n{b.text}".strip()
+
+
+def test_sentence_splitter():
+    cases = {
+        "Guten Morgen. Wie geht es dir?": ["Guten Morgen.", "Wie geht es dir?"],
+        "Das ist z.B. ein Test. Dr. Müller kommt um 3.5 Uhr.": ["Das ist z.B. ein Test.", "Dr. Müller kommt um 3.5 Uhr."],
+        "Am 3. Oktober ist frei. Gut!": ["Am 3. Oktober ist frei.", "Gut!"],
+        "Ich weiß nicht... Vielleicht morgen. \"Wirklich?\" Ja.":
+            ["Ich weiß nicht...", "Vielleicht morgen.", "\"Wirklich?\"", "Ja."],
+        "Wait... what? Mr. J. Smith, e.g. him, left.": ["Wait... what?", "Mr. J. Smith, e.g. him, left."],
+        "你好。我很好！": ["你好。", "我很好！"],
+        "no split. after lower case": ["no split. after lower case"],
+    }
+    for text, expected in cases.items():
+        assert split_sentences(text) == expected
+        assert "".join(s + sep for s, sep in split(text)) == text
+
+
+def test_long_input_is_split_with_a_warning(t):
+    limit = t.config.max_positions - 2
+    long_text = " ".join(["Hund Katze Maus Haus Baum"] * 60)          # one "sentence", far over the limit
+    assert len(t.tokenizer.encode(long_text)) > limit
+    with pytest.warns(LongInputWarning, match="longer than the model's maximum"):
+        [tr] = t.translate(long_text, beam_size=1)
+    assert tr.num_parts >= 2 and tr.warnings and "parts" in tr.warnings[0]
+    assert tr.num_source_tokens == len(t.tokenizer.encode(long_text))   # nothing dropped
+
+
+def test_alignment_shape_and_rows(t):
+    [tr] = t.translate("Ich habe Hunger. Wo ist der Bahnhof?", beam_size=2, return_alignment=True)
+    a = tr.alignment
+    assert len(a.target_tokens) == len(tr.tokens) + tr.num_parts          # each part closes with </s>
+    assert a.source_tokens.count("<2en>") == 2 and a.source_tokens.count("</s>") == 2
+    assert len(a.weights) == len(a.target_tokens) and all(len(r) == len(a.source_tokens) for r in a.weights)
+    for row in a.weights:                                                # attention rows are distributions
+        assert sum(row) == pytest.approx(1.0, abs=1e-3)
+    assert t.translate("Hallo")[0].alignment is None
+
+
+def test_translate_iter_streams_in_order(t):
+    texts = ["Hallo.", "", "Wo ist der Bahnhof?", "Ja.", "Ich habe Hunger.", "Nein."]
+    seen = []
+
+    def source():
+        for x in texts:
+            seen.append(x)
+            yield x
+
+    stream = t.translate_iter(source(), batch_size=2, beam_size=1)
+    first = next(stream)
+    assert len(seen) == 2 and first.source == "Hallo."                  # lazy: one batch read
+    rest = list(stream)
+    assert [r.text for r in [first, *rest]] == [r.text for r in t.translate(texts, beam_size=1)]
+    with pytest.raises(TranslationError):
+        next(t.translate_iter(iter(texts), to="xx"))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=30), max_size=3))
+def test_fuzz_random_unicode(t, texts):
+    out = t.translate(texts, beam_size=1, max_length_ratio=0.2)
+    assert len(out) == len(texts)
+    for text, tr in zip(texts, out):
+        assert isinstance(tr.text, str)
+        tr.text.encode("utf-8")
+        if not text.strip():
+            assert tr.text == ""
+
+
+def test_control_characters_and_emoji(t):
+    out = t.translate(["Hallo\x00Welt\x1b[31m", "Ich 😀 liebe 🇩🇪 dich \u200d", "\ufeffGuten Tag\u0085"], beam_size=1)
+    assert len(out) == 3 and all(o.num_parts == 1 for o in out)
+
+
+# Bundles on disk.
+
+def copy_bundle(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_archives_load(tiny_bundle, tmp_path, monkeypatch):
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    tgz = tmp_path / "model.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(tiny_bundle, arcname="model")
+    zpath = tmp_path / "model.zip"
+    with zipfile.ZipFile(zpath, "w") as z:                  # files at the archive's root
+        for f in Path(tiny_bundle).iterdir():
+            z.write(f, f.name)
+    reference = Translator(tiny_bundle, threads=1).translate("Hallo", beam_size=1)[0].tokens
+    for archive in (tgz, zpath):
+        tr = Translator(archive, threads=1)
+        assert tr.path.is_relative_to(tmp_path / "cache")
+        assert tr.translate("Hallo", beam_size=1)[0].tokens == reference
+    assert Translator(tgz, threads=1).path == Translator(tgz, threads=1).path   # unpacked once
+
+
+def test_default_model_resolution(tiny_bundle, tmp_path, monkeypatch):
+    monkeypatch.delenv("MT_MODEL", raising=False)
+    monkeypatch.setattr(bundle, "MODELS_DIR", tmp_path / "models")
+    with pytest.raises(BundleError, match="pass a bundle .* with -m"):
+        bundle.default_model()
+    (tmp_path / "models").mkdir()
+    copy_bundle(tiny_bundle, tmp_path / "models" / "b-model")
+    (tmp_path / "models" / "a-not-a-bundle").mkdir()
+    assert bundle.default_model() == tmp_path / "models" / "b-model"
+    assert Translator(threads=1).path == (tmp_path / "models" / "b-model").resolve()
+    monkeypatch.setenv("MT_MODEL", str(tiny_bundle))
+    assert bundle.default_model() == Path(tiny_bundle)
+
+
+def test_shipped_models_live_next_to_the_package_source():
+    import mtkit.runtime
+    assert bundle.MODELS_DIR == (Path(mtkit.runtime.__file__).parent.parent / "models").resolve()
+
+
+def test_broken_bundles_name_the_file(tiny_bundle, tmp_path):
+    def broken(name, damage) -> Path:
+        d = copy_bundle(tiny_bundle, tmp_path / name)
+        damage(d)
+        return d
+
+    def truncate(d):
+        data = (d / "decoder.int8.onnx").read_bytes()
+        (d / "decoder.int8.onnx").write_bytes(data[: len(data) // 3])
+
+    def schema(d):
+        cfg = json.loads((d / "config.json").read_text())
+        cfg["schema_version"] = 99
+        (d / "config.json").write_text(json.dumps(cfg))
+
+    def vocab(d):
+        cfg = json.loads((d / "config.json").read_text())
+        cfg["model"]["vocab_size"] += 1
+        (d / "config.json").write_text(json.dumps(cfg))
+
+    def layers(d):
+        cfg = json.loads((d / "config.json").read_text())
+        cfg["model"]["decoder_layers"] += 1
+        (d / "config.json").write_text(json.dumps(cfg))
+
+    cases = [
+        (broken("truncated", truncate), "decoder.int8.onnx: not a usable ONNX model"),
+        (broken("schema", schema), "config.json: schema_version 99 is not supported"),
+        (broken("notok", lambda d: (d / "tokenizer.model").unlink()), "tokenizer.model: missing"),
+        (broken("badtok", lambda d: (d / "tokenizer.model").write_bytes(b"garbage")), "tokenizer.model: not a SentencePiece"),
+        (broken("vocab", vocab), "tokenizer.model: .* pieces, but config.json says vocab_size"),
+        (broken("layers", layers), "encoder.int8.onnx: graph lacks cross_key_2"),
+        (broken("noconfig", lambda d: (d / "config.json").unlink()), "config.json: missing"),
+        (broken("badjson", lambda d: (d / "config.json").write_text("{")), "config.json: not valid JSON"),
+        (broken("nograph", lambda d: (d / "encoder.onnx").unlink()), "encoder.onnx: missing"),
+        (tmp_path / "nowhere", "nowhere: no such file"),
+    ]
+    for path, message in cases:
+        variant = "fp32" if path.name == "nograph" else "auto"
+        with pytest.raises(ModelLoadError, match=message) as info:
+            Translator(path, variant=variant)
+        assert isinstance(info.value, BundleError) and isinstance(info.value, TranslationError)
+    corrupt = tmp_path / "corrupt.tar.gz"
+    corrupt.write_bytes(b"not a tarball")
+    with pytest.raises(ModelLoadError, match="corrupt.tar.gz: cannot unpack"):
+        Translator(corrupt)
