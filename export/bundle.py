@@ -1,0 +1,143 @@
+"""Writing a bundle: the checkpoint in, config.json / tokenizer.model out, and the atomic finish.
+
+A bundle is built in a hidden staging directory next to its target and renamed into place only
+once every check has passed, so a failed export never leaves anything that looks like a bundle.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import sentencepiece as spm
+import torch
+
+from mtkit.runtime import bundle_format as bf
+from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from mtkit.train.checkpoint import CheckpointError, file_sha256, load_checkpoint
+from mtkit.train.model import ModelConfig, Transformer
+
+
+class ExportError(Exception):
+    """The export cannot go on; the message says why (and names the file)."""
+
+
+def load_model(path: Path) -> tuple[dict, Transformer]:
+    """The checkpoint dict and its model in eval mode. CheckpointError for anything unusable."""
+    path = Path(path)
+    ckpt = load_checkpoint(path)
+    missing = [k for k in ("model", "model_config", "tokenizer_model", "language_tags") if k not in ckpt]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}; cannot export it")
+    try:
+        model = Transformer(ModelConfig(**ckpt["model_config"]))
+        model.load_state_dict(ckpt["model"])
+    except (TypeError, AssertionError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: model does not match its config ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:200]})") from None
+    return ckpt, model.eval()
+
+
+def write_tokenizer(ckpt: dict, out_dir: Path) -> Path:
+    """tokenizer.model from the checkpoint's serialized SentencePiece bytes, checked to load."""
+    path = Path(out_dir) / bf.TOKENIZER_FILE
+    path.write_bytes(ckpt["tokenizer_model"])
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    ids = (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id())
+    if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+        raise ExportError(f"tokenizer in the checkpoint has special ids {ids}, expected {(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}")
+    if sp.vocab_size() != ckpt["model_config"]["vocab_size"]:
+        raise ExportError(f"tokenizer has {sp.vocab_size()} pieces but the model {ckpt['model_config']['vocab_size']}")
+    return path
+
+
+def check_graph(path: Path) -> None:
+    """onnx.checker (with shape inference) and a real ONNX Runtime session; ExportError otherwise."""
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as e:  # checker and ORT raise their own assorted types
+        raise ExportError(f"{path.name}: invalid graph ({type(e).__name__}: {str(e).splitlines()[0][:300]})") from None
+
+
+def checkpoint_scores(ckpt: dict, path: Path) -> dict:
+    """Training scores known for this checkpoint: its progress record and the run's summary.json."""
+    progress = ckpt.get("progress", {})
+    scores = {"step": progress.get("step"), "epoch": progress.get("epoch"), "best_dev_bleu": progress.get("best", [])}
+    summary = Path(path).parent / "summary.json"
+    if summary.is_file():
+        try:
+            data = json.loads(summary.read_text(encoding="utf-8"))
+            if Path(data.get("final_checkpoint", "")).resolve() == Path(path).resolve():
+                scores["final_dev_bleu"] = data.get("final_dev_bleu")
+                scores["final"] = data.get("final")
+        except (ValueError, OSError):
+            pass  # a summary is a nicety; the checkpoint itself is the provenance
+    return scores
+
+
+def build_config(ckpt: dict, checkpoint: Path, variants: dict, parity: dict, opset: int) -> bf.BundleConfig:
+    mc = ckpt["model_config"]
+    cfg = ModelConfig(**mc)
+    return bf.BundleConfig(
+        vocab_size=cfg.vocab_size, d_model=cfg.d_model, n_heads=cfg.n_heads, head_dim=cfg.head_dim,
+        encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers, max_positions=cfg.max_positions,
+        special_ids={"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
+        language_tags={k: int(v) for k, v in ckpt["language_tags"].items()},
+        directions=[list(d) for d in ckpt.get("directions", [])],
+        variants=variants,
+        tensors=bf.tensor_names(cfg.decoder_layers),
+        provenance={
+            "checkpoint": str(Path(checkpoint).resolve()),
+            "checkpoint_sha256": file_sha256(checkpoint),
+            "model_config": mc,
+            "run_config": ckpt.get("run_config", {}),
+            "scores": checkpoint_scores(ckpt, checkpoint),
+            "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "exporter": {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": ort.__version__,
+                         "opset": opset},
+        },
+        parity=parity,
+    )
+
+
+def make_staging(target: Path) -> Path:
+    """A hidden, empty directory next to `target` (same filesystem, so the final rename is atomic)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be shared
+    return staging
+
+
+def finish(staging: Path, target: Path, archive: bool, force: bool) -> Path:
+    """Move the checked bundle into place: a directory rename, or a .tar.gz written then renamed."""
+    if archive:
+        tmp = staging.with_name(staging.name + ".tar.gz")
+        with tarfile.open(tmp, "w:gz") as tar:
+            tar.add(staging, arcname=target.name.removesuffix(".tar.gz"))
+        shutil.rmtree(staging)
+        staging = tmp
+    if target.exists() or target.is_symlink():
+        if not force:  # checked up front too; this catches a target that appeared meanwhile
+            shutil.rmtree(staging, ignore_errors=True) if staging.is_dir() else staging.unlink()
+            raise ExportError(f"{target}: already exists (pass --force to replace it)")
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+        os.replace(staging, target)
+        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
+    else:
+        os.replace(staging, target)
+    return target
+
+
+def discard(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+    for leftover in (staging.with_name(staging.name + ".tar.gz"),):
+        leftover.unlink(missing_ok=True)

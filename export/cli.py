@@ -1,0 +1,121 @@
+"""mt-export: turn a training checkpoint into a model bundle for the torch-free runtime.
+
+Exit status: 0 written, 1 error (checkpoint, output, arguments, invalid graph), 3 parity failed
+(in both failure cases nothing is left at the output path), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mtkit.train.checkpoint import CheckpointError
+
+from .api import export_bundle, target_path
+from .bundle import ExportError
+from .graphs import DEFAULT_OPSET
+from .parity import ParityError
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("checkpoint", type=click.Path(path_type=Path))
+@click.option("-o", "--out", type=click.Path(path_type=Path), default=None,
+              help="Bundle directory to write (default: <checkpoint-stem>-bundle next to the checkpoint).")
+@click.option("--quantize", type=click.Choice(["int8"]), default=None, help="Also write dynamic int8 graphs.")
+@click.option("--fp16", is_flag=True, help="Also write fp16 graphs (for the CUDA provider).")
+@click.option("--opset", type=click.IntRange(17, 23), default=DEFAULT_OPSET, show_default=True,
+              help="ONNX opset to export with (17+: LayerNormalization is one op).")
+@click.option("--parity-data", type=click.Path(path_type=Path), default=None,
+              help="Sentences for the parity check: one source per line, or TSV source<TAB>reference "
+                   "(default: the checkpoint's dev set).")
+@click.option("--to", "target_lang", default=None,
+              help="Target language of the parity sentences (default: that of the run's dev set).")
+@click.option("--max-sentences", type=click.IntRange(1), default=100, show_default=True,
+              help="Parity sentences used at most.")
+@click.option("--force", is_flag=True, help="Replace an existing output.")
+@click.option("--archive", is_flag=True, help="Write a .tar.gz of the bundle instead of a directory.")
+def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_sentences, force, archive):
+    """Export CHECKPOINT (a .pt written by mt-train) to ONNX graphs, tokenizer, config.json and a
+    parity report, checked against the PyTorch model before anything is written."""
+    console = Console(stderr=True)
+    target = target_path(checkpoint, out, archive)
+    progress = Progress(SpinnerColumn(finished_text="[green]✓"), TextColumn("{task.description}"),
+                        TimeElapsedColumn(), console=console)
+    tasks = []
+
+    def step(message: str) -> None:
+        """A new step begins: the previous one is done."""
+        if tasks:
+            progress.update(tasks[-1], completed=1, total=1)
+        tasks.append(progress.add_task(message, total=None))
+
+    try:
+        with progress:
+            report = export_bundle(checkpoint, out, quantize=quantize, fp16=fp16, opset=opset,
+                                   parity_data=parity_data, force=force, archive=archive,
+                                   target_lang=target_lang, max_sentences=max_sentences, progress=step)
+            progress.update(tasks[-1], completed=1, total=1)
+    except (CheckpointError, ExportError) as e:
+        console.print(f"[red]error:[/] {e}", highlight=False)
+        sys.exit(1)
+    except ParityError as e:
+        if e.report:
+            console.print(parity_table(e.report))
+        console.print(f"[red]parity check failed:[/] {e}\nnothing was written to {target}", highlight=False)
+        sys.exit(3)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/]: nothing was written to {target}")
+        sys.exit(130)
+
+    console.print(files_table(report))
+    console.print(parity_table(report.parity))
+    console.print(f"[green]bundle written:[/] {report.path}", highlight=False)
+
+
+def files_table(report) -> Table:
+    table = Table(title="bundle files")
+    table.add_column("file")
+    table.add_column("size", justify="right")
+    for name, size in report.files.items():
+        table.add_row(name, human_size(size))
+    table.add_row("[bold]total", f"[bold]{human_size(sum(report.files.values()))}")
+    return table
+
+
+def parity_table(parity: dict) -> Table:
+    table = Table(title=f"parity on {parity['sentences']} sentences ({parity['source']}, into {parity['target_lang']}); "
+                        f"PyTorch BLEU {fmt(parity['pytorch_bleu'])}")
+    # "same": share of sentences whose output equals PyTorch's token for token; Δ BLEU is vs fp32.
+    for column in ("variant", "max |Δ logit|", "greedy same", f"beam-{parity['beam_size']} same", "BLEU", "Δ BLEU"):
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for variant, r in parity["variants"].items():
+        if not r.get("run"):
+            table.add_row(variant, "[dim]not run", "", "", "", "", end_section=False)
+            continue
+        diff = r["max_abs_logit_diff"]
+        table.add_row(variant, f"{diff:.2e}", f"{r['greedy_match_rate']:.0%}", f"{r['beam_match_rate']:.0%}",
+                      fmt(r["bleu"]), fmt(r.get("bleu_delta_vs_fp32"), signed=True))
+    return table
+
+
+def fmt(value, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB"):
+        if n < 1024 or unit == "MB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} MB"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+"""mt-export: checkpoint -> bundle (graphs, tokenizer, config.json, parity.json), and its errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import sentencepiece as spm
+import torch
+from click.testing import CliRunner
+
+from mtkit.export import ExportError, ParityError, default_output, export_bundle
+from mtkit.export import graphs as export_graphs_module
+from mtkit.export.cli import main as cli_main
+from mtkit.runtime import bundle_format as bf
+from mtkit.runtime.bundle_format import BundleConfig, BundleError
+from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from mtkit.train.checkpoint import CheckpointError, file_sha256, load_checkpoint
+
+FAST = {"max_sentences": 8}   # extra exports in this file check files and errors, not parity depth
+
+
+def leftovers(directory: Path) -> list[str]:
+    """Hidden staging/scratch entries an export might have left next to its target."""
+    return [p.name for p in directory.iterdir() if p.name.startswith((".", "mt-export-"))]
+
+
+# ----- the bundle ----------------------------------------------------------------------------
+
+def test_bundle_files_and_config(tiny_bundle, tiny_checkpoint):
+    config = BundleConfig.load(tiny_bundle)
+    ckpt = load_checkpoint(tiny_checkpoint)
+    mc = ckpt["model_config"]
+    assert config.schema_version == bf.SCHEMA_VERSION
+    assert (config.vocab_size, config.d_model, config.n_heads, config.head_dim) == \
+        (mc["vocab_size"], mc["d_model"], mc["n_heads"], mc["d_model"] // mc["n_heads"])
+    assert (config.encoder_layers, config.decoder_layers, config.max_positions) == \
+        (mc["encoder_layers"], mc["decoder_layers"], mc["max_positions"])
+    assert config.special_ids == {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
+    assert config.language_tags == ckpt["language_tags"]
+    assert sorted(map(tuple, config.directions)) == sorted(map(tuple, ckpt["directions"]))
+    assert config.tensors == bf.tensor_names(mc["decoder_layers"])
+    assert set(config.variants) == {"fp32", "int8"}
+    for variant, entry in config.variants.items():
+        assert entry["encoder"] == bf.graph_file("encoder", variant)
+        assert entry["decoder"] == bf.graph_file("decoder", variant)
+        assert entry["precision"]
+        for graph in ("encoder", "decoder"):
+            assert entry["size_bytes"][graph] == (tiny_bundle / entry[graph]).stat().st_size
+            assert entry["optimizations"][graph], "every variant records what was applied"
+    int8_record = " ".join(config.variants["int8"]["optimizations"]["decoder"])
+    assert "int8 MatMul weights (per channel)" in int8_record and "int8 embedding table" in int8_record
+    assert any("SkipLayerNormalization" in o for o in config.variants["fp32"]["optimizations"]["encoder"])
+    assert any("attention fusion: not applicable" in o for o in config.variants["fp32"]["optimizations"]["decoder"])
+    prov = config.provenance
+    assert prov["checkpoint_sha256"] == file_sha256(tiny_checkpoint)
+    assert prov["run_config"] == json.loads(json.dumps(ckpt["run_config"]))
+    assert "scores" in prov and prov["exporter"]["opset"] == 18
+    assert config.parity["passed"] is True
+    assert {"fp32", "int8"} <= set(config.parity)
+
+
+def test_tokenizer_is_the_checkpoints(tiny_bundle, tiny_checkpoint):
+    ckpt = load_checkpoint(tiny_checkpoint)
+    assert (tiny_bundle / bf.TOKENIZER_FILE).read_bytes() == ckpt["tokenizer_model"]
+    sp = spm.SentencePieceProcessor(model_file=str(tiny_bundle / bf.TOKENIZER_FILE))
+    assert sp.vocab_size() == BundleConfig.load(tiny_bundle).vocab_size
+
+
+def test_bundle_holds_no_pickle(tiny_bundle):
+    """Loading must never execute code: only JSON, SentencePiece and ONNX files."""
+    names = sorted(p.name for p in tiny_bundle.iterdir())
+    assert names == sorted([bf.CONFIG_FILE, bf.TOKENIZER_FILE, bf.PARITY_FILE, "encoder.onnx", "decoder.onnx",
+                            "encoder.int8.onnx", "decoder.int8.onnx"])
+    for p in tiny_bundle.iterdir():
+        assert not p.read_bytes().startswith((b"\x80", b"PK\x03\x04")), f"{p.name} looks like a pickle / torch zip"
+    json.loads((tiny_bundle / bf.PARITY_FILE).read_text())
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_graphs_follow_the_contract(tiny_bundle, variant):
+    config = BundleConfig.load(tiny_bundle)
+    names = bf.tensor_names(config.decoder_layers)
+    for graph in ("encoder", "decoder"):
+        path = tiny_bundle / bf.graph_file(graph, variant)
+        onnx.checker.check_model(str(path), full_check=True)
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        assert [i.name for i in session.get_inputs()] == names[graph]["inputs"]
+        assert [o.name for o in session.get_outputs()] == names[graph]["outputs"]
+    decoder = ort.InferenceSession(str(tiny_bundle / bf.graph_file("decoder", variant)), providers=["CPUExecutionProvider"])
+    inputs = {i.name: i for i in decoder.get_inputs()}
+    assert inputs[bf.TGT_IDS].type == "tensor(int64)" and inputs[bf.SRC_MASK].type == "tensor(bool)"
+    past = inputs[bf.past_key(0)]
+    assert past.type == "tensor(float)"
+    # Batch and past length are symbolic, heads and head dim fixed.
+    assert isinstance(past.shape[0], str) and isinstance(past.shape[2], str)
+    assert past.shape[1] == config.n_heads and past.shape[3] == config.head_dim
+
+
+def run_decoder(session, config, tgt, src_mask, cross, past=None):
+    layers = config.decoder_layers
+    if past is None:
+        empty = np.zeros((tgt.shape[0], config.n_heads, 0, config.head_dim), np.float32)
+        past = {n: empty for i in range(layers) for n in (bf.past_key(i), bf.past_value(i))}
+    outputs = session.run(None, {bf.TGT_IDS: tgt, bf.SRC_MASK: src_mask, **past, **cross})
+    names = [o.name for o in session.get_outputs()]
+    out = dict(zip(names, outputs))
+    present = {bf.past_key(i): out[bf.present_key(i)] for i in range(layers)} | \
+              {bf.past_value(i): out[bf.present_value(i)] for i in range(layers)}
+    return out, present
+
+
+def test_one_decoder_graph_for_every_step(tiny_bundle):
+    """Zero-length past, one token, several tokens, batch 1 and 3: the same graph, consistent results."""
+    config = BundleConfig.load(tiny_bundle)
+    enc = ort.InferenceSession(str(tiny_bundle / "encoder.onnx"), providers=["CPUExecutionProvider"])
+    dec = ort.InferenceSession(str(tiny_bundle / "decoder.onnx"), providers=["CPUExecutionProvider"])
+    tag = config.language_tags["en"]
+    for batch in (1, 3):
+        src = np.array([[tag, 10, 11, 12, 13, 14, EOS_ID], [tag, 20, 21, EOS_ID, 0, 0, 0], [tag, 30, EOS_ID, 0, 0, 0, 0]])[:batch]
+        mask = src != PAD_ID
+        enc_out = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {bf.SRC_IDS: src, bf.SRC_MASK: mask})))
+        cross = {k: v for k, v in enc_out.items() if k.startswith("cross_")}
+        tgt = np.array([[BOS_ID, 40, 41, 42, 43]] * batch)
+        full, _ = run_decoder(dec, config, tgt, mask, cross)                         # P=0, T=5
+        first, past = run_decoder(dec, config, tgt[:, :1], mask, cross)              # P=0, T=1
+        second, past = run_decoder(dec, config, tgt[:, 1:3], mask, cross, past)      # P=1, T=2
+        third, past = run_decoder(dec, config, tgt[:, 3:], mask, cross, past)        # P=3, T=2
+        steps = np.concatenate([first[bf.LOGITS], second[bf.LOGITS], third[bf.LOGITS]], axis=1)
+        assert full[bf.LOGITS].shape == (batch, 5, config.vocab_size)
+        assert np.abs(steps - full[bf.LOGITS]).max() < 1e-4
+        assert past[bf.past_key(0)].shape == (batch, config.n_heads, 5, config.head_dim)
+        attention = full[bf.CROSS_ATTENTION]
+        assert attention.shape == (batch, 5, src.shape[1])
+        np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
+        assert np.all(attention[~np.broadcast_to(mask[:, None, :], attention.shape)] == 0)  # no weight on padding
+
+
+def test_runtime_translates_with_the_bundle(tiny_bundle):
+    from mtkit.runtime.translator import Translator
+
+    for variant in ("fp32", "int8"):
+        translator = Translator(tiny_bundle, variant=variant)
+        out = translator.translate(["Ich habe Hunger.", "Tom ist hier."], to="en")
+        assert len(out) == 2
+
+
+# ----- runtime errors on damaged bundles --------------------------------------------------------
+
+@pytest.fixture
+def bundle_copy(tiny_bundle, tmp_path) -> Path:
+    copy = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle, copy)
+    return copy
+
+
+def test_truncated_graph_is_a_bundle_error(bundle_copy):
+    from mtkit.runtime.translator import Translator
+
+    path = bundle_copy / "decoder.onnx"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    with pytest.raises(BundleError, match="decoder.onnx"):
+        Translator(bundle_copy, variant="fp32")
+
+
+def test_other_schema_version_is_a_bundle_error(bundle_copy):
+    from mtkit.runtime.translator import Translator
+
+    path = bundle_copy / bf.CONFIG_FILE
+    data = json.loads(path.read_text())
+    data["schema_version"] = bf.SCHEMA_VERSION + 1
+    path.write_text(json.dumps(data))
+    with pytest.raises(BundleError, match="schema_version"):
+        BundleConfig.load(bundle_copy)
+    with pytest.raises(BundleError, match="schema_version"):
+        Translator(bundle_copy)
+
+
+# ----- export_bundle: options and errors -------------------------------------------------------
+
+def test_default_output_is_next_to_the_checkpoint(tmp_path):
+    assert default_output(tmp_path / "final.pt") == tmp_path / "final-bundle"
+    assert default_output(tmp_path / "final.pt", archive=True) == tmp_path / "final-bundle.tar.gz"
+
+
+def test_existing_output_needs_force(tiny_checkpoint, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(ExportError, match="already exists"):
+        export_bundle(tiny_checkpoint, out, **FAST)
+    assert (out / "keep.txt").read_text() == "mine"
+    report = export_bundle(tiny_checkpoint, out, force=True, **FAST)
+    assert report.path == out and not (out / "keep.txt").exists()
+    assert BundleConfig.load(out).variants.keys() == {"fp32"}
+    assert leftovers(tmp_path) == []
+
+
+def test_fp16_variant(tiny_checkpoint, tmp_path):
+    report = export_bundle(tiny_checkpoint, tmp_path / "b", fp16=True, **FAST)
+    config = report.config
+    assert config.variants["fp16"]["decoder"] == "decoder.fp16.onnx"
+    dec = ort.InferenceSession(str(report.path / "decoder.fp16.onnx"), providers=["CPUExecutionProvider"])
+    assert {i.name: i.type for i in dec.get_inputs()}[bf.past_key(0)] == "tensor(float16)"
+    fp16 = report.parity["variants"]["fp16"]
+    if fp16["run"]:   # ORT CPU runs these fp16 graphs today; if a build cannot, the reason is recorded
+        assert fp16["max_abs_logit_diff"] < 0.1 and 0.0 <= fp16["greedy_match_rate"] <= 1.0
+    else:
+        assert "not run" in fp16["reason"]
+
+
+def test_parity_data_file(tiny_checkpoint, tmp_path):
+    tsv = tmp_path / "parity.tsv"
+    tsv.write_text("Ich habe Hunger.\tI am hungry.\nTom ist hier.\tTom is here.\nWo ist der Bahnhof?\tWhere is the station?\n")
+    report = export_bundle(tiny_checkpoint, tmp_path / "a", parity_data=tsv)
+    assert report.parity["sentences"] == 3 and report.parity["references"] is True
+    assert report.parity["variants"]["fp32"]["bleu"] is not None
+
+    with pytest.raises(ExportError, match="no such file"):
+        export_bundle(tiny_checkpoint, tmp_path / "c", parity_data=tmp_path / "missing.txt")
+    assert not (tmp_path / "c").exists()
+
+
+def test_failed_parity_leaves_nothing(tiny_checkpoint, tmp_path, monkeypatch):
+    """A graph that does not compute what the model computes must stop the export."""
+    real_export = export_graphs_module.export_graphs
+
+    def export_a_different_model(model, out_dir, opset):
+        import copy
+
+        broken = copy.deepcopy(model)
+        with torch.no_grad():
+            broken.decoder_layers[0].ffn.fc2.bias[0] += 0.05   # one feature: a uniform shift would vanish in LayerNorm
+        return real_export(broken, out_dir, opset)
+
+    monkeypatch.setattr(export_graphs_module, "export_graphs", export_a_different_model)
+    out = tmp_path / "bundle"
+    with pytest.raises(ParityError, match="max_abs_logit_diff") as info:
+        export_bundle(tiny_checkpoint, out, **FAST)
+    assert info.value.report["passed"] is False
+    assert not out.exists() and leftovers(tmp_path) == []
+
+    result = CliRunner().invoke(cli_main, [str(tiny_checkpoint), "-o", str(out), "--max-sentences", "8"])
+    assert result.exit_code == 3, result.output
+    assert "parity check failed" in result.output and "Traceback" not in result.output
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_unknown_quantization(tiny_checkpoint, tmp_path):
+    with pytest.raises(ExportError, match="int8"):
+        export_bundle(tiny_checkpoint, tmp_path / "b", quantize="int4")
+
+
+# ----- checkpoints that cannot be exported ------------------------------------------------------
+
+def test_missing_checkpoint(tmp_path):
+    with pytest.raises(CheckpointError, match="no such checkpoint"):
+        export_bundle(tmp_path / "nope.pt", tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+
+
+def test_corrupt_checkpoint(tiny_checkpoint, tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(tiny_checkpoint.read_bytes()[:2000])
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        export_bundle(bad, tmp_path / "b")
+    assert not (tmp_path / "b").exists() and leftovers(tmp_path) == []
+
+
+def test_checkpoint_of_unknown_version(tiny_checkpoint, tmp_path):
+    ckpt = torch.load(tiny_checkpoint, weights_only=True)
+    ckpt["version"] = 99
+    path = tmp_path / "future.pt"
+    torch.save(ckpt, path)
+    with pytest.raises(CheckpointError, match="version 99"):
+        export_bundle(path, tmp_path / "b")
+
+
+# ----- the CLI --------------------------------------------------------------------------------
+
+def invoke(*args):
+    return CliRunner().invoke(cli_main, [str(a) for a in args])
+
+
+def test_cli_writes_a_bundle_and_a_summary(tiny_checkpoint, tmp_path):
+    plain = tmp_path / "parity.txt"          # sources only: parity without references, so no BLEU
+    plain.write_text("Ich habe Hunger.\nTom ist hier.\nWo ist der Bahnhof?\n")
+    out = tmp_path / "cli-bundle"
+    result = invoke(tiny_checkpoint, "-o", out, "--quantize", "int8", "--parity-data", plain)
+    assert result.exit_code == 0, result.output
+    config = BundleConfig.load(out)
+    assert config.variants.keys() == {"fp32", "int8"}
+    report = json.loads((out / bf.PARITY_FILE).read_text())
+    assert report["sentences"] == 3 and report["references"] is False
+    assert report["variants"]["fp32"]["bleu"] is None and report["variants"]["fp32"]["greedy_match_rate"] == 1.0
+    for text in ("decoder.int8.onnx", "greedy same", "BLEU", "bundle written"):
+        assert text in result.output
+
+
+def test_cli_errors_are_messages_not_tracebacks(tiny_checkpoint, tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint at all")
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    cases = [
+        ([tmp_path / "missing.pt"], "no such checkpoint"),
+        ([bad, "-o", tmp_path / "x"], "not a readable checkpoint"),
+        ([tiny_checkpoint, "-o", existing], "already exists (pass --force"),
+        ([tiny_checkpoint, "-o", tmp_path / "y", "--parity-data", tmp_path / "missing.txt"], "no such file"),
+    ]
+    for args, message in cases:
+        result = invoke(*args)
+        assert result.exit_code == 1, (args, result.output)
+        assert message in " ".join(result.output.split()), result.output
+        assert "Traceback" not in result.output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    assert list(existing.iterdir()) == []
+    assert leftovers(tmp_path) == []
+
+
+def test_cli_default_output_and_archive(tiny_checkpoint, tmp_path, monkeypatch):
+    from mtkit.runtime.bundle import resolve_model
+
+    ckpt = tmp_path / "model.pt"
+    shutil.copy(tiny_checkpoint, ckpt)
+    result = invoke(ckpt, "--max-sentences", "4", "--archive")
+    assert result.exit_code == 0, result.output
+    archive = tmp_path / "model-bundle.tar.gz"
+    assert archive.is_file() and leftovers(tmp_path) == []
+    with tarfile.open(archive) as tar:
+        assert f"model-bundle/{bf.CONFIG_FILE}" in tar.getnames()
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    assert BundleConfig.load(resolve_model(archive)).variants.keys() == {"fp32"}

@@ -1,0 +1,140 @@
+"""Parity between the exported graphs and the PyTorch model, checked here independently of
+export/parity.py's own bookkeeping: batches with padding, cached vs uncached decoding, greedy
+and beam search through the shared `runtime/search.py`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import sentencepiece as spm
+import torch
+
+from mtkit.export import parity
+from mtkit.export.bundle import load_model
+from mtkit.runtime import bundle_format as bf
+from mtkit.runtime.batching import decode_all, pad_batch
+from mtkit.runtime.bundle_format import BundleConfig
+from mtkit.runtime.onnx_backend import OnnxBackend
+from mtkit.runtime.search import DecodeOptions
+from mtkit.runtime.vocab import BOS_ID, source_ids
+from mtkit.train.config import RunConfig
+from mtkit.train.reference import TorchBackend
+
+SENTENCES = ["Ich habe Hunger.", "Tom ist hier.", "Wo ist der Bahnhof, bitte?",
+             "Das ist ein sehr langer Satz mit vielen Wörtern, damit die anderen Zeilen gepolstert werden.",
+             "Ja.", "Ich weiß nicht, was Tom morgen machen wird."]
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_bundle, tiny_checkpoint):
+    ckpt, model = load_model(tiny_checkpoint)
+    config = BundleConfig.load(tiny_bundle)
+    sp = spm.SentencePieceProcessor(model_file=str(tiny_bundle / bf.TOKENIZER_FILE))
+    sources = [source_ids(p, config.language_tags["en"], config.max_positions) for p in sp.encode(SENTENCES)]
+    return model, config, sources
+
+
+def sessions(bundle, variant):
+    return [ort.InferenceSession(str(bundle / bf.graph_file(g, variant)), providers=["CPUExecutionProvider"])
+            for g in ("encoder", "decoder")]
+
+
+def test_padded_batch_logits_match_cached_and_full_pytorch(setup, tiny_bundle):
+    model, config, sources = setup
+    src_ids, src_mask = pad_batch(sources)
+    assert not src_mask.all(), "the batch must contain padding"
+    targets = [[BOS_ID, *range(10, 10 + n)] for n in (3, 7, 5, 9, 2, 6)]   # ragged, padded too
+    tgt_ids, _ = pad_batch(targets)
+    encoder, decoder = sessions(tiny_bundle, "fp32")
+    layers = config.decoder_layers
+
+    enc_names = [o.name for o in encoder.get_outputs()]
+    enc_out = dict(zip(enc_names, encoder.run(None, {bf.SRC_IDS: src_ids, bf.SRC_MASK: src_mask})))
+    with torch.no_grad():
+        ids_t, mask_t, tgt_t = map(torch.from_numpy, (src_ids, src_mask, tgt_ids))
+        memory = model.encode(ids_t, mask_t)
+        cross = model.cross_kv(memory)
+        full = model(ids_t, mask_t, tgt_t).numpy()
+        past, cached = None, []
+        for t in range(tgt_t.shape[1]):
+            logits, past, _ = model.decode(tgt_t[:, t:t + 1], mask_t, cross, past)
+            cached.append(logits)
+        cached = torch.cat(cached, 1).numpy()
+    assert np.abs(enc_out[bf.ENCODER_OUT] - memory.numpy()).max() <= 1e-4
+    for i in range(layers):
+        assert np.abs(enc_out[bf.cross_key(i)] - cross[i][0].numpy()).max() <= 1e-4
+        assert np.abs(enc_out[bf.cross_value(i)] - cross[i][1].numpy()).max() <= 1e-4
+
+    # ONNX: one token per step, the KV cache fed back in.
+    feeds_cross = {k: v for k, v in enc_out.items() if k.startswith("cross_")}
+    empty = np.zeros((len(sources), config.n_heads, 0, config.head_dim), np.float32)
+    past = {n: empty for i in range(layers) for n in (bf.past_key(i), bf.past_value(i))}
+    out_names = [o.name for o in decoder.get_outputs()]
+    onnx_logits = []
+    for t in range(tgt_ids.shape[1]):
+        out = dict(zip(out_names, decoder.run(None, {bf.TGT_IDS: tgt_ids[:, t:t + 1], bf.SRC_MASK: src_mask,
+                                                     **past, **feeds_cross})))
+        onnx_logits.append(out[bf.LOGITS])
+        past = {bf.past_key(i): out[bf.present_key(i)] for i in range(layers)} | \
+               {bf.past_value(i): out[bf.present_value(i)] for i in range(layers)}
+    onnx_logits = np.concatenate(onnx_logits, 1)
+    assert np.abs(onnx_logits - cached).max() <= 1e-4
+    assert np.abs(onnx_logits - full).max() <= 1e-4
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_search_outputs_identical(setup, tiny_bundle, beam):
+    model, config, sources = setup
+    opts = DecodeOptions(beam_size=beam, num_hypotheses=beam, max_length=config.max_positions)
+    # max_sentences=4 puts sentences of different lengths into one batch.
+    torch_results = decode_all(TorchBackend(model), sources, opts, max_sentences=4 * beam)
+    onnx_results = decode_all(OnnxBackend(*sessions(tiny_bundle, "fp32"), config), sources, opts,
+                              max_sentences=4 * beam)
+    for t, o in zip(torch_results, onnx_results):
+        assert [h.tokens for h in t.hypotheses] == [h.tokens for h in o.hypotheses]
+        np.testing.assert_allclose([h.score for h in t.hypotheses], [h.score for h in o.hypotheses], atol=1e-4)
+
+
+def test_parity_report_in_the_bundle(tiny_bundle):
+    report = json.loads((tiny_bundle / bf.PARITY_FILE).read_text())
+    assert report["passed"] is True and report["sentences"] > 0 and report["references"] is True
+    fp32, int8 = report["variants"]["fp32"], report["variants"]["int8"]
+    assert fp32["max_abs_logit_diff"] <= parity.FP32_TOLERANCE
+    assert fp32["max_abs_encoder_diff"] <= parity.FP32_TOLERANCE
+    assert fp32["greedy_match_rate"] == 1.0 and fp32["beam_match_rate"] == 1.0
+    assert fp32["batches_with_padding"] > 0
+    for variant in (fp32, int8):
+        for key in ("max_abs_logit_diff", "greedy_match_rate", "beam_match_rate", "bleu", "bleu_delta_vs_fp32"):
+            assert key in variant
+    # int8 is reported, not required to match: its numbers are real measurements.
+    assert 0.0 < int8["max_abs_logit_diff"] < 5.0
+    assert 0.0 <= int8["greedy_match_rate"] <= 1.0
+    assert int8["bleu_delta_vs_fp32"] == pytest.approx(int8["bleu"] - fp32["bleu"], abs=0.011)
+
+
+def test_checker_on_the_dev_set(tiny_checkpoint, tiny_bundle):
+    """The checker used by the export, run directly: the dev set decodes identically in ONNX fp32."""
+    ckpt, model = load_model(tiny_checkpoint)
+    data = parity.load_parity_set(ckpt, tiny_checkpoint, None, None, limit=16)
+    assert data.references is not None and len(data.sources) == 16
+    expected = [p.src for p in RunConfig.from_dict(ckpt["run_config"]).load_split("dev")][:16]
+    assert data.sources == expected
+    sp = spm.SentencePieceProcessor(model_file=str(tiny_bundle / bf.TOKENIZER_FILE))
+    checker = parity.ParityChecker(model, sp, data, ckpt["language_tags"][data.target_lang])
+    config = BundleConfig.load(tiny_bundle)
+    report = checker.check_variant(tiny_bundle / "encoder.onnx", tiny_bundle / "decoder.onnx", config)
+    assert parity.fp32_failures(report) == []
+    assert report["batches_with_padding"] >= 1
+
+
+def test_failures_are_detected():
+    good = {"max_abs_encoder_diff": 1e-6, "max_abs_logit_diff_vs_cached": 2e-6, "max_abs_logit_diff_vs_full": 2e-6,
+            "greedy_match_rate": 1.0, "beam_match_rate": 1.0}
+    assert parity.fp32_failures(good) == []
+    assert parity.fp32_failures(good | {"max_abs_logit_diff_vs_full": 1e-3})
+    assert parity.fp32_failures(good | {"max_abs_encoder_diff": float("nan")})
+    assert parity.fp32_failures(good | {"greedy_match_rate": 0.99})
+    assert parity.fp32_failures(good | {"beam_match_rate": 0.5})

@@ -1,0 +1,175 @@
+"""What the TUI keeps between keystrokes: decoding settings, directions, results and history.
+
+Plain Python (no Textual, no torch), so the rules here read and test on their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Characters of input above which the app refuses to translate: live translation re-runs on
+# every pause in typing, and a terminal pane is no place for a book (use mt-translate for files).
+MAX_INPUT_CHARS = 5000
+
+MAX_NBEST = 5           # alternatives shown for beam search
+HISTORY_LIMIT = 100
+
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek", "en": "English",
+    "es": "Spanish", "fi": "Finnish", "fr": "French", "hu": "Hungarian", "it": "Italian",
+    "ja": "Japanese", "ko": "Korean", "nl": "Dutch", "no": "Norwegian", "pl": "Polish",
+    "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sv": "Swedish", "tr": "Turkish",
+    "uk": "Ukrainian", "zh": "Chinese",
+}
+
+
+def language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def direction_label(direction: tuple[str, str]) -> str:
+    return f"{direction[0]} → {direction[1]}"
+
+
+def bundle_directions(config) -> list[tuple[str, str]]:
+    """Every direction a bundle supports: the trained `directions`, or else every pair of its
+    language tags. German → English comes first when present: it is the product's default."""
+    found = [(str(d[0]), str(d[1])) for d in config.directions if len(d) == 2]
+    if not found:
+        langs = sorted(config.language_tags)
+        found = [(a, b) for a in langs for b in langs if a != b]
+    unique = list(dict.fromkeys(found))
+    return sorted(unique, key=lambda d: d != ("de", "en"))
+
+
+@dataclass
+class DecodeSettings:
+    mode: str = "beam"          # "greedy" | "beam" | "sampling"
+    beam_size: int = 4
+    temperature: float = 1.0
+
+    def translate_kwargs(self) -> dict:
+        """Keyword arguments for `Translator.translate`."""
+        if self.mode == "sampling":
+            return {"beam_size": 1, "sampling": True, "temperature": self.temperature}
+        if self.mode == "greedy" or self.beam_size <= 1:
+            return {"beam_size": 1, "num_hypotheses": 1}
+        return {"beam_size": self.beam_size, "num_hypotheses": min(self.beam_size, MAX_NBEST)}
+
+    def describe(self) -> str:
+        if self.mode == "sampling":
+            return f"sampling T={self.temperature:g}"
+        if self.mode == "greedy" or self.beam_size <= 1:
+            return "greedy"
+        return f"beam {self.beam_size}"
+
+
+def split_segments(text: str) -> list[str]:
+    """The source as the app translates it: one segment per line (empty lines stay empty)."""
+    return text.split("\n")
+
+
+@dataclass
+class Outcome:
+    """One finished translation of the whole source text."""
+
+    generation: int
+    source: str
+    direction: tuple[str, str]
+    settings: str                   # DecodeSettings.describe()
+    segments: list[str]             # source lines
+    results: list                   # a runtime Translation per line, None for blank lines
+    seconds: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(r.text if r is not None else "" for r in self.results)
+
+    @property
+    def target_tokens(self) -> int:
+        return sum(len(r.tokens) for r in self.results if r is not None)
+
+    def segment(self, row: int):
+        """(source line, Translation) for the line at `row`, or the nearest translated line
+        above it (the cursor may sit on a blank line); None if nothing is translated."""
+        row = min(max(row, 0), len(self.results) - 1) if self.results else -1
+        for i in range(row, -1, -1):
+            if self.results[i] is not None:
+                return i, self.segments[i], self.results[i]
+        for i in range(row + 1, len(self.results)):
+            if self.results[i] is not None:
+                return i, self.segments[i], self.results[i]
+        return None
+
+
+@dataclass
+class History:
+    """Past translations, newest first. Live translation produces a result at every pause in
+    typing, so a result that only extends the newest entry's source replaces that entry, and one
+    that is a prefix of it (the user deleting) is not kept: one entry per thing typed."""
+
+    entries: list[Outcome] = field(default_factory=list)
+    limit: int = HISTORY_LIMIT
+
+    def record(self, outcome: Outcome) -> bool:
+        """Add `outcome`; returns whether the history changed."""
+        new = outcome.source.strip()
+        if not new:
+            return False
+        if self.entries:
+            top = self.entries[0]
+            old = top.source.strip()
+            if top.direction == outcome.direction:
+                if new == old or new.startswith(old):
+                    self.entries[0] = outcome
+                    return True
+                if old.startswith(new):
+                    return False
+        self.entries = [e for e in self.entries
+                        if (e.source.strip(), e.direction) != (new, outcome.direction)]
+        self.entries.insert(0, outcome)
+        del self.entries[self.limit:]
+        return True
+
+
+def sentence_spans(line: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of `line` that the runtime translates as separate parts
+    (it splits the stripped text with `runtime.sentences.split` and skips empty sentences)."""
+    from mtkit.runtime.sentences import split
+
+    offset = len(line) - len(line.lstrip())
+    spans = []
+    for sentence, sep in split(line.strip()):
+        if sentence.strip():
+            spans.append((offset, offset + len(sentence)))
+        offset += len(sentence) + len(sep)
+    return spans
+
+
+def alignment_blocks(alignment) -> list[tuple[slice, slice]]:
+    """The (target rows, source columns) block of each decoded part. A line of several sentences
+    is decoded part by part: each part's source starts with a language tag `<2xx>` and its target
+    ends with `</s>`, and the matrix is block-diagonal (runtime/translator.py, Alignment)."""
+    from mtkit.runtime.vocab import EOS_PIECE, tag_language
+
+    cols = [j for j, piece in enumerate(alignment.source_tokens) if tag_language(piece) is not None]
+    rows = [i + 1 for i, piece in enumerate(alignment.target_tokens) if piece == EOS_PIECE]
+    if not cols or cols[0] != 0 or len(cols) != len(rows) or rows[-1] != len(alignment.target_tokens):
+        return [(slice(0, len(alignment.target_tokens)), slice(0, len(alignment.source_tokens)))]
+    cols.append(len(alignment.source_tokens))
+    starts = [0] + rows[:-1]
+    return [(slice(r0, r1), slice(c0, c1)) for r0, r1, c0, c1 in zip(starts, rows, cols, cols[1:])]
+
+
+def current_block(alignment, line: str, column: int) -> tuple[int, int, tuple[slice, slice]]:
+    """(sentence number, sentence count, block) for the cursor at `column` of `line`: the block of
+    the sentence under the cursor when parts and sentences correspond one to one, else the whole."""
+    blocks = alignment_blocks(alignment)
+    spans = sentence_spans(line)
+    if len(blocks) != len(spans) or len(blocks) == 1:
+        return 0, 1, (slice(0, len(alignment.target_tokens)), slice(0, len(alignment.source_tokens)))
+    k = 0
+    for i, (start, _) in enumerate(spans):
+        if column >= start:
+            k = i
+    return k, len(spans), blocks[k]
