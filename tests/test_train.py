@@ -110,3 +110,18 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "unknown.toml")],
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2 and "unknown key(s) in [model]: layers" in result.stderr
+
+
+def test_torchrun_ddp_two_processes(tmp_path):
+    """`torchrun --nproc_per_node 2 -m mtkit.train.cli` trains with DDP (gloo on CPU) and finishes."""
+    import tomli_w
+    config = tiny_run_dict(tmp_path / "run", epochs=1, average_last=0)
+    (tmp_path / "ddp.toml").write_text(tomli_w.dumps(config))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    result = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "mtkit.train.cli",
+                             str(tmp_path / "ddp.toml")], capture_output=True, text=True, cwd=REPO, timeout=300,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    ckpt = load_checkpoint(tmp_path / "run/final.pt")
+    single_epoch_batches = ckpt["progress"]["step"]
+    assert ckpt["progress"]["epoch"] == 1 and single_epoch_batches > 0

@@ -229,10 +229,10 @@ class Trainer:
             TimeElapsedColumn(), TimeRemainingColumn(), console=self.console,
             disable=not (self.is_main and self.console.is_terminal))
 
-    def _loss(self, batch):
+    def _loss(self, batch, model=None):
         src_ids, src_mask, dec_in, labels = (t.to(self.device, non_blocking=True) for t in batch)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
-            logits = self.ddp_model(src_ids, src_mask, dec_in)
+            logits = (model or self.ddp_model)(src_ids, src_mask, dec_in)
         logits = logits.float().view(-1, logits.size(-1))
         labels = labels.view(-1)
         tokens = int((labels != PAD_ID).sum())
@@ -246,6 +246,8 @@ class Trainer:
         """One epoch from the saved data position. Returns True when max_steps is reached."""
         o, st, data = self.optim_cfg, self.state, self.train_data
         batches = make_batches(data.src_lens, data.tgt_lens, o.max_tokens, o.seed, st.epoch)
+        # Every rank must run the same number of backward passes, or DDP's all-reduce hangs.
+        batches = batches[: len(batches) - len(batches) % self.world]
         task = progress.add_task("train", total=len(batches), completed=st.batch_in_epoch, epoch=st.epoch + 1,
                                  loss=0.0, ppl=0.0, lr=0.0, tok_s=0.0)
         self.model.train()
@@ -325,7 +327,8 @@ class Trainer:
         data = self.dev_data
         total, tokens = 0.0, 0
         for indices in make_batches(data.src_lens, data.tgt_lens, self.optim_cfg.max_tokens, 0, 0):
-            _, nll, n = self._loss(collate(data.src, data.tgt, indices))
+            # The bare model: DDP's forward would start collectives that only this rank joins.
+            _, nll, n = self._loss(collate(data.src, data.tgt, indices), self.model)
             total += nll.item()
             tokens += n
         self.model.train()
