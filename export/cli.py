@@ -20,6 +20,7 @@ from .api import export_bundle, target_path
 from .bundle import ExportError
 from .graphs import DEFAULT_OPSET
 from .parity import ParityError
+from .ship import ship_bundle
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,7 +40,10 @@ from .parity import ParityError
               help="Parity sentences used at most.")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
 @click.option("--archive", is_flag=True, help="Write a .tar.gz of the bundle instead of a directory.")
-def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_sentences, force, archive):
+@click.option("--ship", is_flag=True,
+              help="Write the edge bundle for models/: int8 graphs plus the checkpoint in half precision "
+                   "(fp32 graphs dropped; rebuild them from that checkpoint).")
+def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_sentences, force, archive, ship):
     """Export CHECKPOINT (a .pt written by mt-train) to ONNX graphs, tokenizer, config.json and a
     parity report, checked against the PyTorch model before anything is written."""
     console = Console(stderr=True)
@@ -56,9 +60,14 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
 
     try:
         with progress:
-            report = export_bundle(checkpoint, out, quantize=quantize, fp16=fp16, opset=opset,
-                                   parity_data=parity_data, force=force, archive=archive,
-                                   target_lang=target_lang, max_sentences=max_sentences, progress=step)
+            if ship and (archive or fp16):
+                raise ExportError("--ship writes a directory with int8 graphs; drop --archive / --fp16")
+            options = dict(opset=opset, parity_data=parity_data, force=force, target_lang=target_lang,
+                           max_sentences=max_sentences, progress=step)
+            if ship:
+                report = ship_bundle(checkpoint, target, **options)
+            else:
+                report = export_bundle(checkpoint, out, quantize=quantize, fp16=fp16, archive=archive, **options)
             progress.update(tasks[-1], completed=1, total=1)
     except (CheckpointError, ExportError) as e:
         console.print(f"[red]error:[/] {e}", highlight=False)

@@ -1,0 +1,55 @@
+"""The edge bundle that ships in `models/`: int8 graphs for the CPU, plus the checkpoint in half
+precision so the fp32/fp16 graphs can be rebuilt and parity re-run on this exact model.
+
+The int8 graphs are exported from the half-precision weights (cast back to fp32), so the shipped
+checkpoint, the shipped graphs and any rebuilt fp32 graphs all describe the same model. The fp32
+graphs themselves are dropped to keep `models/` small; parity.json keeps their parity figures.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from mtkit.runtime import bundle_format as bf
+from mtkit.train.checkpoint import load_checkpoint, save_checkpoint
+
+from .api import BundleReport, export_bundle
+
+SHIPPED_CHECKPOINT = "checkpoint.fp16.pt"
+RESUME_ONLY_KEYS = ("optimizer", "scheduler", "rng", "format", "version")
+
+
+def half_precision_checkpoint(source: Path, dest: Path) -> None:
+    """The weights in fp16 with everything export needs; no optimizer or RNG state."""
+    ckpt = load_checkpoint(source)
+    payload = {k: v for k, v in ckpt.items() if k not in RESUME_ONLY_KEYS}
+    halves = {}  # tied weights (embeddings, output layer) share one tensor: keep it shared
+    payload["model"] = {k: halves.setdefault(v.data_ptr(), v.half() if v.is_floating_point() else v)
+                        for k, v in ckpt["model"].items()}
+    payload["shipped_from"] = str(source)
+    save_checkpoint(payload, dest)
+
+
+def ship_bundle(checkpoint: Path, out: Path, force: bool = False, **export_options) -> BundleReport:
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix=".mt-ship-", dir=out.parent) as scratch:
+        half = Path(scratch) / SHIPPED_CHECKPOINT
+        half_precision_checkpoint(Path(checkpoint), half)
+        report = export_bundle(half, out, quantize="int8", force=force, **export_options)
+        shutil.copy2(half, out / SHIPPED_CHECKPOINT)
+    config = bf.BundleConfig.load(out)
+    fp32 = config.variants.pop("fp32")
+    for graph in ("encoder", "decoder"):
+        (out / fp32[graph]).unlink()
+    config.extra["shipped"] = {
+        "checkpoint": SHIPPED_CHECKPOINT,
+        "dropped_variants": ["fp32"],
+        "rebuild": f"mt-export {out.name}/{SHIPPED_CHECKPOINT} --quantize int8 --fp16 -o {out.name}-full",
+    }
+    config.save(out)
+    report.files = {p.name: p.stat().st_size for p in sorted(out.iterdir())}
+    report.config = config
+    return report
+
