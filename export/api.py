@@ -94,6 +94,8 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
             for graph, path in raw.items():
                 dest = staging / bf.graph_file(graph, "fp32")
                 fp32_opts[graph] = optimize.optimize_graph(path, dest, cfg.n_heads, cfg.d_model, cfg.activation)
+                fp32_opts[graph] += optimize.fuse_attention_scores(dest, cfg.head_dim)
+                fp32_opts[graph] += optimize.constant_reshapes(dest)
             entries["fp32"] = _entry("fp32", "float32", fp32_opts)
 
             if quantize == "int8":

@@ -14,6 +14,8 @@ finishing, or the first beam expansion), not on every beam reorder.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +42,14 @@ class SessionSettings:
     graph_optimization: str = "all"       # "disable" | "basic" | "extended" | "all"
     memory_arena: bool = True             # ORT's CPU arena: faster repeated allocations, memory is kept
     log_level: int = 3                    # 3 = errors only (ORT warns about unused initializers etc.)
+    # Idle intra-op threads busy-wait for the next op by default. On a CPU shared with other work
+    # (the usual case on an edge device) that spinning steals the cores the other threads need:
+    # measured 1.4x (beam) to 1.9x (greedy) slower with 2 threads on 2 busy cores (benchmarks/PERF_NOTES.md).
+    spinning: bool = False
+    # Keep ORT's optimized copy of each CPU graph in the cache (bundle.cache_dir's sibling "ort"), so
+    # later loads skip graph optimization: about half of session creation (PERF_NOTES.md). Off with
+    # MT_ORT_CACHE=0. The copy is specific to this machine and onnxruntime version, hence a cache.
+    cache_optimized: bool = True
 
 
 def cuda_available() -> bool:
@@ -57,6 +67,7 @@ def session_options(settings: SessionSettings) -> ort.SessionOptions:
     so.inter_op_num_threads = 1           # the graphs are a single chain: no parallel branches to run
     if settings.threads:
         so.intra_op_num_threads = settings.threads
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if settings.spinning else "0")
     so.log_severity_level = settings.log_level
     return so
 
@@ -73,17 +84,74 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
                             "(onnxruntime-gpu) or use --provider cpu")
     providers = [PROVIDERS[provider]] + (["CPUExecutionProvider"] if provider == "cuda" else [])
     label = name or str(model)
+    options = session_options(settings)
+    cached = optimized_copy(Path(model), provider, settings) if not isinstance(model, bytes) else None
+    if cached is not None and cached.is_file():
+        try:   # already optimized: load it as it is
+            loaded = session_options(SessionSettings(**{**settings.__dict__, "graph_optimization": "disable"}))
+            session = ort.InferenceSession(str(cached), sess_options=loaded, providers=providers)
+            os.utime(cached)             # recently used: pruned last
+            return session
+        except Exception:   # a damaged cache entry: optimize the bundle's graph again, and rewrite it
+            pass
+    if cached is not None:
+        partial = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        options.optimized_model_filepath = str(partial)
+    source = model if isinstance(model, bytes) else str(model)
     try:
-        session = ort.InferenceSession(model if isinstance(model, bytes) else str(model),
-                                       sess_options=session_options(settings), providers=providers)
+        try:
+            session = ort.InferenceSession(source, sess_options=options, providers=providers)
+        except Exception:
+            if cached is None:
+                raise
+            cached = None         # perhaps only the cache could not be written: once more without it
+            session = ort.InferenceSession(source, sess_options=session_options(settings), providers=providers)
     except Exception as e:  # ORT raises its own exception types for unreadable or invalid graphs
         message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         raise ModelLoadError(f"{label}: not a usable ONNX model ({message})") from None
+    if cached is not None:
+        try:
+            partial.replace(cached)      # atomic: a concurrent reader sees the whole file or none
+            prune_cache(cached.parent)
+        except OSError:
+            pass
     if session.get_providers()[0] != PROVIDERS[provider]:
         raise ProviderError(f"CUDA was requested, but ONNX Runtime could not initialize it for {label} "
                             f"(it fell back to {session.get_providers()[0]}); check the CUDA and cuDNN "
                             "libraries that onnxruntime-gpu needs, or use --provider cpu")
     return session
+
+
+def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> Path | None:
+    """The cache path of ORT's optimized copy of `model` (CPU only: keyed by the file's path, size and
+    mtime, the onnxruntime version and the optimization level), or None when not caching."""
+    if (provider != "cpu" or not settings.cache_optimized or settings.graph_optimization == "disable"
+            or os.environ.get("MT_ORT_CACHE") == "0"):
+        return None
+    from .bundle import cache_dir
+
+    try:
+        model = model.resolve()
+        st = model.stat()
+        key = f"{model}|{st.st_size}|{st.st_mtime_ns}|{ort.__version__}|{settings.graph_optimization}"
+        directory = cache_dir().parent / "ort"
+        directory.mkdir(parents=True, exist_ok=True)
+        if not os.access(directory, os.W_OK):
+            return None
+    except OSError:               # no such file (ORT will say so) or no writable cache: just don't cache
+        return None
+    return directory / f"{model.stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+
+
+CACHE_ENTRIES = 8   # optimized graphs kept (most recently used first): a few bundles' worth
+
+
+def prune_cache(directory: Path, keep: int = CACHE_ENTRIES) -> None:
+    """Delete all but the `keep` most recently used optimized graphs (entries of moved or re-exported
+    bundles are never looked up again)."""
+    entries = sorted(directory.glob("*.onnx"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in entries[keep:]:
+        stale.unlink(missing_ok=True)
 
 
 def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig, path: Path) -> None:

@@ -59,7 +59,27 @@ class Result:
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     logits = logits.astype(np.float32, copy=False)
     shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    shifted -= np.log(np.exp(shifted).sum(axis=-1, keepdims=True))     # in place: one [N,V] array less
+    return shifted
+
+
+def best_candidates(beam_scores: np.ndarray, logp: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `width` best continuations of each sentence, best first, ties broken by index: flat
+    indices beam * V + token [A, width] and their scores beam_score + log p (float64).
+
+    A sentence's best `width` candidates are among the best `width` tokens of each of its rows, and
+    adding a row's beam score does not change the order within the row: so partition each row of
+    V log-probs (float32) rather than each sentence's k*V sums (float64, built in full first).
+    """
+    n_sent, k = beam_scores.shape
+    vocab = logp.shape[1]
+    w = min(width, vocab)
+    tokens = np.argpartition(logp, vocab - w, axis=1)[:, vocab - w:]                    # [A*k, w]
+    scores = beam_scores.reshape(-1, 1) + np.take_along_axis(logp, tokens, axis=1)     # float64, as before
+    flat = (tokens + (np.arange(n_sent * k) % k * vocab)[:, None]).reshape(n_sent, k * w)
+    scores = scores.reshape(n_sent, k * w)
+    order = np.lexsort((flat, -scores), axis=1)[:, :width]
+    return np.take_along_axis(flat, order, axis=1), np.take_along_axis(scores, order, axis=1)
 
 
 def ban_repeated_ngrams(logp: np.ndarray, histories: list[list[int]], n: int) -> None:
@@ -188,15 +208,13 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
         logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
         logp = log_softmax(logits)
         step += 1
-        histories = [beam_tokens[s][b] for s in active for b in range(k)]
-        ban_repeated_ngrams(logp, histories, opts.no_repeat_ngram_size)
+        if opts.no_repeat_ngram_size > 0:
+            histories = [beam_tokens[s][b] for s in active for b in range(k)]
+            ban_repeated_ngrams(logp, histories, opts.no_repeat_ngram_size)
         vocab = logp.shape[1]
-        cand = (beam_scores[:, :, None] + logp.reshape(len(active), k, vocab)).reshape(len(active), k * vocab)
-        # The best 2k candidates per sentence, best first, ties broken by index.
-        top = np.argpartition(-cand, 2 * k - 1, axis=1)[:, :2 * k]
-        top_scores = np.take_along_axis(cand, top, axis=1)
-        order = np.lexsort((top, -top_scores), axis=1)
-        top, top_scores = np.take_along_axis(top, order, axis=1), np.take_along_axis(top_scores, order, axis=1)
+        # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
+        top, top_scores = best_candidates(beam_scores, logp, 2 * k)
+        top, top_scores = top.tolist(), top_scores.tolist()
 
         rows, new_scores, new_tokens, still_active = [], [], [], []
         for a, sent in enumerate(active):

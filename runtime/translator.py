@@ -124,13 +124,14 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
 class Translator:
     def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
                  variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
-                 io_binding: bool | None = None, max_batch_tokens: int = 4096, max_batch_sentences: int = 64):
+                 spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int = 4096, max_batch_sentences: int = 64):
         """Load a bundle: a directory or a .tar.gz / .zip archive; None = the default model (`bundle.default_model`).
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
         variant: "auto" (int8 on CPU when the bundle has it, fp16 on CUDA when it has it, else fp32),
         or "fp32" / "int8" / "fp16". threads: ONNX Runtime intra-op threads (None = its default).
-        graph_optimization ("disable" / "basic" / "extended" / "all") and memory_arena are ORT session
+        graph_optimization ("disable" / "basic" / "extended" / "all"), memory_arena and spinning (idle
+        ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
         """
         from .onnx_backend import IOBindingBackend, OnnxBackend, SessionSettings, cuda_available
@@ -148,7 +149,8 @@ class Translator:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
             tokenizer = bundle.load_tokenizer(directory, config)
-            settings = SessionSettings(threads=threads, graph_optimization=graph_optimization, memory_arena=memory_arena)
+            settings = SessionSettings(threads=threads, graph_optimization=graph_optimization, memory_arena=memory_arena,
+                                       spinning=spinning)
             self.provider_note = ""       # why "auto" chose what it chose
             graphs = None
             if provider == "auto":

@@ -1,0 +1,57 @@
+"""The speed-ups keep results: beam candidates chosen per row equal a full sort, the cached
+ORT-optimized graphs give the same logits, and a damaged cache entry is rebuilt."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mtkit.runtime import Translator
+from mtkit.runtime.batching import pad_batch
+from mtkit.runtime.search import best_candidates, log_softmax
+
+
+def full_sort(beam_scores, logp, width):
+    """The obvious way: every beam score + log p of a sentence, sorted by score then index."""
+    n, k = beam_scores.shape
+    cand = (beam_scores[:, :, None] + logp.reshape(n, k, -1)).reshape(n, -1)
+    order = np.lexsort((np.broadcast_to(np.arange(cand.shape[1]), cand.shape), -cand), axis=1)[:, :width]
+    return order, np.take_along_axis(cand, order, axis=1)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_best_candidates_equal_a_full_sort(seed):
+    rng = np.random.default_rng(seed)
+    k, n, vocab = int(rng.integers(1, 6)), int(rng.integers(1, 7)), int(rng.integers(12, 200))
+    logp = log_softmax((rng.normal(size=(n * k, vocab)) * 3).astype(np.float32))
+    beam_scores = rng.normal(size=(n, k)) * 4
+    if seed % 2:
+        beam_scores[:, 1:] = -np.inf                   # the first step: one live beam per sentence
+        logp[:, rng.integers(0, vocab, 3)] = -np.inf   # banned tokens
+    index, scores = best_candidates(beam_scores, logp, 2 * k)
+    ref_index, ref_scores = full_sort(beam_scores, logp, 2 * k)
+    assert np.array_equal(scores, ref_scores)
+    finite = np.isfinite(ref_scores)                   # the search stops at the first -inf
+    assert np.array_equal(index[finite], ref_index[finite])
+
+
+def first_logits(translator):
+    ids, mask = pad_batch([[5, 40, 41, 42, 3], [5, 43, 3]])
+    state = translator.backend.start(ids, mask)
+    return translator.backend.step(state, np.array([2, 2]))[0]
+
+
+def test_optimized_graph_cache(tiny_bundle, tmp_path, monkeypatch):
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MT_ORT_CACHE", "0")
+    plain = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    assert not (tmp_path / "cache" / "ort").exists()
+    monkeypatch.delenv("MT_ORT_CACHE")
+    written = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    entries = sorted((tmp_path / "cache" / "ort").glob("*.onnx"))
+    assert [e.name.split("-")[0] for e in entries] == ["decoder", "encoder"]
+    read = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    assert np.array_equal(plain, written) and np.array_equal(plain, read)
+    entries[0].write_bytes(b"not a graph")             # damaged: optimized again and rewritten
+    again = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    assert np.array_equal(plain, again) and entries[0].stat().st_size > 100
