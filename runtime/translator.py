@@ -111,8 +111,8 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
     from .onnx_backend import check_graph, create_session
 
     if variant == "auto":
-        preferred = "int8" if provider == "cpu" else "fp16"
-        variant = preferred if preferred in config.variants else "fp32"
+        preference = ("int8", "fp32", "fp16") if provider == "cpu" else ("fp16", "fp32", "int8")
+        variant = next((v for v in preference if v in config.variants), "fp32")
     encoder_path, decoder_path = bundle.variant_files(directory, config, variant)
     encoder = create_session(encoder_path, provider, settings)
     decoder = create_session(decoder_path, provider, settings)
@@ -190,7 +190,10 @@ class Translator:
         self.variant = variant
         self.max_batch_tokens = max_batch_tokens
         self.max_batch_sentences = max_batch_sentences
-        self.languages = list(config.language_tags)
+        # Targets the model was trained to produce; a tag alone (e.g. a reverse direction never
+        # trained) would give fluent-looking garbage.
+        trained = {str(d[1]) for d in config.directions if len(d) == 2} & set(config.language_tags)
+        self.languages = sorted(trained) or list(config.language_tags)
         self.default_language = "en" if "en" in self.languages else self.languages[0]
 
     def __repr__(self) -> str:
@@ -223,7 +226,7 @@ class Translator:
 
     def tag_id(self, to: str | None) -> int:
         to = to or self.default_language
-        if to not in self.config.language_tags:
+        if to not in self.languages:
             raise TranslationError(f"this model cannot translate into {to!r}; its target languages are: "
                                    f"{', '.join(self.languages)}")
         return self.config.language_tags[to]

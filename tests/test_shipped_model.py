@@ -49,3 +49,12 @@ def test_translations_keep_the_key_words(translator, source, any_of):
     text = translator.translate(source, to="en")[0].text.lower()
     for alternatives in any_of:
         assert any(word in text for word in alternatives), (source, text, alternatives)
+
+
+def test_only_trained_directions_are_offered(translator):
+    """The tokenizer has a <2de> tag, but this model never learned en->de: refuse it."""
+    from mtkit.runtime import TranslationError
+
+    assert translator.languages == ["en"]
+    with pytest.raises(TranslationError, match="cannot translate into 'de'"):
+        translator.translate("A dog runs.", to="de")
