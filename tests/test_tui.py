@@ -255,7 +255,8 @@ async def test_cuda_failure_and_bad_settings_show_errors(tiny_bundle, distinct):
         app.query_one("#mode").value = "sampling"
         app.query_one("#temperature").value = "0.7"
         await settle(pilot)
-        assert app.outcome.settings == "sampling T=0.7" and app.target_text.strip()
+        # A tiny model may sample EOS first, so the text can be empty; the sample itself must exist.
+        assert app.outcome.settings == "sampling T=0.7" and app.outcome.results[0].hypotheses
 
 
 @run_async
