@@ -65,19 +65,15 @@ class TorchEngine:
         import sentencepiece as spm
         import torch
 
-        from mtkit.train.checkpoint import load_checkpoint
-        from mtkit.train.model import ModelConfig, Transformer
+        from mtkit.train.checkpoint import load_model
         from mtkit.train.reference import TorchBackend
 
         torch.set_num_threads(threads)
-        ckpt = load_checkpoint(artifacts["checkpoint"])
-        cfg = ModelConfig(**ckpt["model_config"])
-        model = Transformer(cfg)
-        model.load_state_dict(ckpt["model"])
-        model.to(spec.device).eval()
+        ckpt, model = load_model(artifacts["checkpoint"])
+        model.to(spec.device)
         self.sp = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
         self.tags = dict(ckpt["language_tags"])
-        self.max_positions = cfg.max_positions
+        self.max_positions = model.cfg.max_positions
         self.backend = TorchBackend(model, spec.device, use_cache=spec.use_cache)
         self.device = spec.device
         del ckpt

@@ -18,6 +18,7 @@ import onnxruntime as ort
 import sentencepiece as spm
 
 from mtkit.runtime import bundle_format as bf
+from mtkit.train.checkpoint import load_model
 
 from . import bundle, graphs, optimize, parity, variants
 from .bundle import ExportError
@@ -72,7 +73,7 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
         raise ExportError(f"{target}: already exists (pass --force to replace it)")
 
     progress("loading checkpoint")
-    ckpt, model = bundle.load_model(checkpoint)
+    ckpt, model = load_model(checkpoint)
     cfg = model.cfg
     data = parity.load_parity_set(ckpt, checkpoint, parity_data, target_lang, max_sentences)  # fail early
 

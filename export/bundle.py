@@ -21,28 +21,12 @@ import torch
 
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from mtkit.train.checkpoint import CheckpointError, file_sha256, load_checkpoint
-from mtkit.train.model import ModelConfig, Transformer
+from mtkit.train.checkpoint import file_sha256
+from mtkit.train.model import ModelConfig
 
 
 class ExportError(Exception):
     """The export cannot go on; the message says why (and names the file)."""
-
-
-def load_model(path: Path) -> tuple[dict, Transformer]:
-    """The checkpoint dict and its model in eval mode. CheckpointError for anything unusable."""
-    path = Path(path)
-    ckpt = load_checkpoint(path)
-    missing = [k for k in ("model", "model_config", "tokenizer_model", "language_tags") if k not in ckpt]
-    if missing:
-        raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}; cannot export it")
-    try:
-        model = Transformer(ModelConfig(**ckpt["model_config"]))
-        model.load_state_dict(ckpt["model"])
-    except (TypeError, AssertionError, RuntimeError) as e:
-        raise CheckpointError(f"{path}: model does not match its config ({type(e).__name__}: "
-                              f"{str(e).splitlines()[0][:200]})") from None
-    return ckpt, model.eval()
 
 
 def write_tokenizer(ckpt: dict, out_dir: Path) -> Path:

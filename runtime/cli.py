@@ -8,8 +8,9 @@ shows, never sacrebleu or torch).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+
+from .cli_support import exit_with_error, run_command
 
 PROG = "mt-translate"
 
@@ -60,8 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def error(message: str, code: int = 1):
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    sys.exit(code)
+    exit_with_error(PROG, message, code)
 
 
 def warn(message: str) -> None:
@@ -98,16 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         error("--alignment needs --format jsonl", 2)
     if args.batch_size < 1:
         error("--batch-size must be at least 1", 2)
-    try:
-        run(args)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`): stop quietly, and keep Python from complaining at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
+    run_command(PROG, run, args)
 
 
 def run(args) -> None:

@@ -3,7 +3,7 @@ cased, detokenized, 13a) and report the speed.
 
 The model is a bundle, or a training checkpoint (*.pt): that one is run by the PyTorch model
 through the same search and pre/post-processing (`Translator.from_backend`), so the two are
-comparable. Only that branch imports torch.
+comparable. That branch runs mtkit.train (torch); nothing in runtime/ imports torch.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+from .cli_support import exit_with_error, run_command
 
 PROG = "mt-eval"
 
@@ -57,49 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def error(message: str, code: int = 1):
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    sys.exit(code)
+    exit_with_error(PROG, message, code)
 
 
 def checkpoint_translator(path: Path, provider: str, threads: int | None):
-    """A Translator running the PyTorch model of a training checkpoint (imports torch: this branch only)."""
+    """A Translator running a training checkpoint's PyTorch model. The code lives in mtkit.train
+    (the runtime itself never imports torch) and needs the `train` extra."""
     try:
-        import torch
-
-        from mtkit.train.checkpoint import CheckpointError, load_checkpoint
-        from mtkit.train.model import ModelConfig, Transformer
-        from mtkit.train.reference import TorchBackend
+        from mtkit.train.checkpoint import CheckpointError
+        from mtkit.train.reference import checkpoint_translator as load
     except ImportError as e:
         error(f"{path}: evaluating a checkpoint needs the training extra (pip install 'mtkit[train]'): {e}")
-    import sentencepiece as spm
-
-    from .bundle_format import BundleConfig
-    from .translator import Translator
-    from .vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-
     try:
-        ckpt = load_checkpoint(path)
-        cfg = ModelConfig(**ckpt["model_config"])
-        model = Transformer(cfg)
-        model.load_state_dict(ckpt["model"])
-        tokenizer = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
-        tags = {k: int(v) for k, v in ckpt["language_tags"].items()}
+        return load(path, provider, threads)
     except CheckpointError as e:
         error(str(e))
-    except (KeyError, TypeError, RuntimeError, AssertionError) as e:
-        error(f"{path}: not a usable model checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-    if provider == "cuda" and not torch.cuda.is_available():
-        error("--provider cuda: torch sees no CUDA device")
-    device = "cuda" if provider != "cpu" and torch.cuda.is_available() else "cpu"
-    if threads:
-        torch.set_num_threads(threads)
-    config = BundleConfig(vocab_size=cfg.vocab_size, d_model=cfg.d_model, n_heads=cfg.n_heads, head_dim=cfg.head_dim,
-                          encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers,
-                          max_positions=cfg.max_positions,
-                          special_ids={"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
-                          language_tags=tags, directions=[list(d) for d in ckpt.get("directions", [])], variants={})
-    return Translator.from_backend(TorchBackend(model.to(device), device), tokenizer, config, path,
-                                   provider=device, variant="pytorch")
 
 
 def resolve_files(args, languages: list[str]) -> tuple[str, str, str, str | None]:
@@ -131,11 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         error("--limit must be at least 1", 2)
     if args.beam_size < 1:
         error("--beam-size must be at least 1", 2)
-    try:
-        run(args)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        sys.exit(130)
+    run_command(PROG, run, args)
 
 
 def run(args) -> None:

@@ -60,3 +60,10 @@ def tiny_bundle(tiny_checkpoint, tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("tiny_bundle") / "bundle"
     return export_bundle(tiny_checkpoint, out, quantize="int8").path
+
+
+@pytest.fixture(scope="session")
+def tiny_translator(tiny_bundle):
+    """The tiny bundle's fp32 graphs on the CPU provider, one thread."""
+    from mtkit.runtime import Translator
+    return Translator(tiny_bundle, variant="fp32", threads=1)

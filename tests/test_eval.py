@@ -77,7 +77,7 @@ def test_checkpoint_runs_the_same_search_with_pytorch(capsys, tiny_checkpoint, t
     assert len(a) == len(b) == 25
     # Token for token (the texts of a tiny model are too alike to tell much): fp32 ONNX reproduces PyTorch.
     from mtkit.runtime import Translator
-    from mtkit.runtime.eval_cli import checkpoint_translator
+    from mtkit.train.reference import checkpoint_translator
 
     sources = (FIXTURES / "dev.de").read_text(encoding="utf-8").splitlines()[:25]
     torch_out = checkpoint_translator(tiny_checkpoint, "cpu", 1).translate(sources, beam_size=3)

@@ -13,7 +13,7 @@ import sentencepiece as spm
 import torch
 
 from mtkit.export import parity
-from mtkit.export.bundle import load_model
+from mtkit.train.checkpoint import load_model
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.batching import decode_all, pad_batch
 from mtkit.runtime.bundle_format import BundleConfig

@@ -16,8 +16,8 @@ TEXTS = ["Ich habe Hunger.", "Wo ist der Bahnhof? Ich weiß es nicht.", "Tom ist
 
 
 @pytest.fixture(scope="module")
-def plain(tiny_bundle):
-    return Translator(tiny_bundle, variant="fp32", threads=1)
+def plain(tiny_translator):
+    return tiny_translator
 
 
 @pytest.fixture(scope="module")

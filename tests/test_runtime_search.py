@@ -15,9 +15,8 @@ SENTENCES = ["Ich habe Hunger.", "Wo ist der Bahnhof?", "Tom ist nicht hier.", "
 
 
 @pytest.fixture(scope="module")
-def translator(tiny_bundle):
-    from mtkit.runtime import Translator
-    return Translator(tiny_bundle, variant="fp32", threads=1)
+def translator(tiny_translator):
+    return tiny_translator
 
 
 @pytest.fixture(scope="module")

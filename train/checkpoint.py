@@ -45,6 +45,24 @@ def load_checkpoint(path: Path, map_location="cpu") -> dict:
     return ckpt
 
 
+def load_model(path: Path):
+    """The checkpoint dict and its model in eval mode. CheckpointError for anything unusable."""
+    from .model import ModelConfig, Transformer
+
+    path = Path(path)
+    ckpt = load_checkpoint(path)
+    missing = [k for k in ("model", "model_config", "tokenizer_model", "language_tags") if k not in ckpt]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}; cannot use it as a model")
+    try:
+        model = Transformer(ModelConfig(**ckpt["model_config"]))
+        model.load_state_dict(ckpt["model"])
+    except (TypeError, AssertionError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: model does not match its config ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:200]})") from None
+    return ckpt, model.eval()
+
+
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -54,3 +54,35 @@ class TorchBackend:
             state.past = [(pick(k), pick(v)) for k, v in state.past]
         if state.prefix is not None:
             state.prefix = pick(state.prefix)
+
+
+def checkpoint_translator(path, provider: str = "cpu", threads: int | None = None):
+    """A runtime `Translator` whose decoder is a checkpoint's PyTorch model: the same search and
+    pre/post-processing as a bundle, so checkpoint and bundle scores compare directly (mt-eval).
+    Raises CheckpointError for an unusable checkpoint, TranslationError when CUDA is asked for
+    but torch sees none."""
+    import sentencepiece as spm
+
+    from mtkit.runtime.bundle_format import BundleConfig
+    from mtkit.runtime.errors import TranslationError
+    from mtkit.runtime.translator import Translator
+    from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+    from .checkpoint import load_model
+
+    ckpt, model = load_model(path)
+    if provider == "cuda" and not torch.cuda.is_available():
+        raise TranslationError("--provider cuda: torch sees no CUDA device")
+    device = "cuda" if provider != "cpu" and torch.cuda.is_available() else "cpu"
+    if threads:
+        torch.set_num_threads(threads)
+    cfg = model.cfg
+    config = BundleConfig(vocab_size=cfg.vocab_size, d_model=cfg.d_model, n_heads=cfg.n_heads, head_dim=cfg.head_dim,
+                          encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers,
+                          max_positions=cfg.max_positions,
+                          special_ids={"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
+                          language_tags={k: int(v) for k, v in ckpt["language_tags"].items()},
+                          directions=[list(d) for d in ckpt.get("directions", [])], variants={})
+    tokenizer = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
+    return Translator.from_backend(TorchBackend(model.to(device), device), tokenizer, config, path,
+                                   provider=device, variant="pytorch")

@@ -253,7 +253,6 @@ class Trainer:
         self.model.train()
         window_loss = window_nll = window_tokens = 0.0
         window_start = time.time()
-        accum_loss, accum_tokens, in_accum = 0.0, 0, 0
         bi = st.batch_in_epoch
         while bi < len(batches):
             group = batches[bi: bi + o.accum_steps * self.world]
