@@ -330,7 +330,10 @@ def summarize_dataset(raw: dict, refs: list[str]) -> dict:
 
     latency_ms = np.asarray(raw["latency_s"]) * 1000.0
     runs = raw["throughput_runs"]
+    graph = [r["graph_seconds"] / r["seconds"] for r in runs if "graph_seconds" in r]
     return {
+        # Share of beam time inside the ONNX graphs (ORT engines): the rest is the Python search loop.
+        "graph_time_share": statistics.median(graph) if graph else None,
         "latency_ms": {"p50": float(np.percentile(latency_ms, 50)), "p95": float(np.percentile(latency_ms, 95)),
                        "mean": float(latency_ms.mean()), "samples": int(latency_ms.size)},
         "throughput_tokens_per_s": statistics.median(r["tokens_per_s"] for r in runs),

@@ -82,6 +82,7 @@ def _section_tables(results: dict, engines: dict, level: str = "##") -> list[str
                 f"| {_f(r.get('throughput'), 2, '×')} | {_f(d['bleu_greedy'])} | {_f(d['bleu_beam'])} "
                 f"| {_f(100 * r['same_greedy_output'] if r else None, 0, '%')} |")
         lines.append("")
+    lines += _graph_share_table(results, engines, level)
     lines += [f"{level} Per engine", "",
               "| engine | peak RSS MB | model size MB | load s | cold start s | ×CT2 |",
               "|---|---:|---:|---:|---:|---:|"]
@@ -96,6 +97,29 @@ def _section_tables(results: dict, engines: dict, level: str = "##") -> list[str
                      f"| {_f(e['load_s'], 2)} | {_f(cold, 2)} | {_f(cold / ref_cold if cold and ref_cold else None, 2, '×')} |")
     lines.append("")
     return lines
+
+
+def _graph_share_table(results: dict, engines: dict, level: str) -> list[str]:
+    """How much of our beam time is ONNX Runtime's kernels, and what throughput they alone would allow."""
+    rows = []
+    for name, e in engines.items():
+        ref = results["engines"].get(e["reference"], {})
+        for ds, d in e.get("datasets", {}).items():
+            share = d.get("graph_time_share")
+            if e["status"] != "ok" or not share or ref.get("status") != "ok":
+                continue
+            bound = d["throughput_tokens_per_s"] / share
+            theirs = ref["datasets"][ds]["throughput_tokens_per_s"]
+            rows.append(f"| `{name}` | {ds} | {_f(100 * share, 0, '%')} | {_f(100 * (1 - share), 0, '%')} "
+                        f"| {_f(bound, 0)} | {_f(bound / theirs, 2, '×')} `{e['reference']}` |")
+    if not rows:
+        return []
+    return [f"{level} Where our beam time goes", "",
+            "Time inside the encoder and decoder graphs (ONNX Runtime's kernels) against the rest (the Python "
+            "search loop: log-softmax, top-k, cache reordering). *Graphs only* is the throughput if the loop "
+            "cost nothing: the most that work outside the graphs could ever reach.", "",
+            "| engine | test set | in graphs | search loop | graphs only tok/s | graphs only ×CT2 |",
+            "|---|---|---:|---:|---:|---:|", *rows, ""]
 
 
 def plot(results: dict, path: Path) -> None:

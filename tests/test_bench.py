@@ -69,13 +69,17 @@ def test_mt_bench_writes_results(tiny_checkpoint, tiny_bundle, data_dir, tmp_pat
     # Our runtime's worker never loaded torch; the PyTorch one did.
     assert engines["ort-int8"]["imported_torch"] is False and engines["torch"]["imported_torch"] is True
 
+    # Our engines' beam time splits into graph time and search-loop time; the others have no graphs to time.
+    assert 0 < engines["ort-int8"]["datasets"]["tatoeba-dev"]["graph_time_share"] < 1
+    assert engines["ct2-int8"]["datasets"]["tatoeba-dev"]["graph_time_share"] is None
+
     assert list(engines) == CPU_ENGINES + GPU_ENGINES
     if not results["gpu"]["available"]:
         assert "skipped" in results["gpu"]["note"]
         assert all(engines[n]["status"] == "skipped" and engines[n]["note"] for n in GPU_ENGINES)
 
     md = (out / "results.md").read_text()
-    assert "| engine | latency p50 ms |" in md and "## GPU" in md
+    assert "| engine | latency p50 ms |" in md and "## GPU" in md and "## Where our beam time goes" in md
     for name in CPU_ENGINES:
         assert f"(`{name}`) | " in md
     png = (out / "results.png").read_bytes()
