@@ -28,7 +28,7 @@ def tiny_run_dict(output_dir: Path, **optim) -> dict:
         },
         "tokenizer": {"vocab_size": 600},
         "model": {"d_model": 64, "n_heads": 4, "encoder_layers": 2, "decoder_layers": 2, "ffn_dim": 128,
-                  "dropout": 0.1, "max_positions": 128},
+                  "dropout": 0.1, "activation_dropout": 0.1, "max_positions": 128},
         "optim": {"max_tokens": 1024, "warmup_steps": 30, "lr": 3e-3, "epochs": 4, "average_last": 2,
                   "keep_best": 1, "num_threads": 1, "log_every_steps": 1000, **optim},
     }
