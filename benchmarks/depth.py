@@ -23,6 +23,7 @@ import torch
 
 from mtkit.export.graphs import export_graphs
 from mtkit.runtime import bundle_format as bf
+from mtkit.runtime.onnx_backend import SessionSettings, session_options
 from mtkit.train.model import ModelConfig, Transformer
 
 SHAPES = [(3, 3), (6, 2), (6, 1), (4, 4), (6, 6)]
@@ -31,9 +32,7 @@ SHAPES = [(3, 3), (6, 2), (6, 1), (4, 4), (6, 6)]
 def sessions(cfg: ModelConfig, work: Path, threads: int):
     torch.manual_seed(0)
     paths = export_graphs(Transformer(cfg), work)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts = session_options(SessionSettings(threads=threads))   # the runtime's own settings
     return [ort.InferenceSession(str(paths[g]), opts, providers=["CPUExecutionProvider"])
             for g in ("encoder", "decoder")]
 
