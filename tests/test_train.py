@@ -117,6 +117,36 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
     assert result.returncode == 2 and "precision must be" in result.stderr
 
 
+def test_warm_start_from_a_half_precision_checkpoint(tmp_path, tiny_checkpoint):
+    """--init-from: the weights and tokenizer of another run (here stored in fp16, as models/ ships them),
+    a fresh optimizer, the LR schedule continued from its step with a short ramp; a mismatch is refused."""
+    from mtkit.train.trainer import REWARM_STEPS
+
+    ckpt = load_checkpoint(tiny_checkpoint)
+    ckpt["model"] = {k: v.half() if v.is_floating_point() else v for k, v in ckpt["model"].items()}
+    torch.save(ckpt, tmp_path / "fp16.pt")
+    trainer = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path / "warm", max_steps=ckpt["progress"]["step"] + 5)))
+    trainer.prepare(resume=False, init_from=tmp_path / "fp16.pt")
+    assert (tmp_path / "warm" / "tokenizer.model").read_bytes() == ckpt["tokenizer_model"]
+    for name, value in trainer.model.state_dict().items():
+        assert value.dtype == torch.float32 and torch.equal(value, ckpt["model"][name].float()), name
+    start = trainer.state.step
+    assert start == ckpt["progress"]["step"] > 0 and not trainer.optimizer.state
+    peak = trainer.optimizer.param_groups[0]["initial_lr"]
+    assert trainer.optimizer.param_groups[0]["lr"] < peak / REWARM_STEPS * 1.01  # ramping up again
+    trained_loss = trainer.dev_loss()
+    trainer.train()
+    assert trainer.state.step == start + 5
+    assert trainer.dev_loss() < trained_loss + 0.2  # continues from the trained model, not from scratch
+    resumed = _trainer(tmp_path / "warm", resume=True)
+    assert resumed.state.rewarm_from == start
+
+    bigger = tiny_run_dict(tmp_path / "other")
+    bigger["model"]["encoder_layers"] = 3
+    with pytest.raises(CheckpointError, match="encoder_layers: 2 there, 3 here"):
+        Trainer(RunConfig.from_dict(bigger)).prepare(resume=False, init_from=tmp_path / "fp16.pt")
+
+
 def test_bf16_training_on_cpu_learns(tmp_path):
     """bf16 autocast on CPU (attention kept in fp32) trains: the dev loss falls like fp32's."""
     losses = {}

@@ -1,4 +1,4 @@
-"""`mt-train CONFIG [--resume]`."""
+"""`mt-train CONFIG [--resume | --init-from CHECKPOINT]`."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ from .trainer import Interrupted, Trainer, TrainingDiverged
 @click.command()
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--resume", is_flag=True, help="Continue the run in the config's output_dir from checkpoints/last.pt.")
+@click.option("--init-from", type=click.Path(dir_okay=False), default=None,
+              help="Start from this checkpoint's weights and tokenizer (same architecture) with a fresh optimizer; "
+                   "the LR schedule continues from its step. For fine-tuning, or when a run's last.pt is lost.")
 @click.option("--output-dir", default=None, help="Override the config's output_dir.")
 @click.option("--max-steps", type=int, default=None, help="Override optim.max_steps.")
 @click.option("--epochs", type=int, default=None, help="Override optim.epochs.")
-def main(config, resume, output_dir, max_steps, epochs):
+def main(config, resume, init_from, output_dir, max_steps, epochs):
     """Train a translation model described by a TOML CONFIG."""
     console = Console(stderr=True)
     try:
@@ -32,7 +35,9 @@ def main(config, resume, output_dir, max_steps, epochs):
         if epochs is not None:
             run.optim.epochs = epochs
         trainer = Trainer(run, console)
-        trainer.prepare(resume)
+        if resume and init_from:
+            raise click.UsageError("--resume and --init-from exclude each other")
+        trainer.prepare(resume, init_from)
         summary = trainer.train()
     except (DataError, CheckpointError, FileExistsError) as e:
         console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)

@@ -25,7 +25,7 @@ from mtkit.runtime.search import DecodeOptions
 from mtkit.runtime.vocab import PAD_ID, source_ids
 
 from .batching import collate, make_batches
-from .checkpoint import average_state_dicts, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, average_state_dicts, load_checkpoint, save_checkpoint
 from .config import RunConfig
 from .data import CleaningReport, Pair
 from .model import Transformer
@@ -50,13 +50,20 @@ class Progress_:
     best: list = field(default_factory=list)       # [(bleu, epoch, path)], best first
     epochs_without_gain: int = 0
     epoch_checkpoints: list = field(default_factory=list)
+    rewarm_from: int | None = None                  # step at which --init-from restarted the optimizer
 
 
-def inverse_sqrt_schedule(warmup: int):
-    """Linear warmup to the peak LR, then decay with 1/sqrt(step) (the Noam shape, peak set directly)."""
+REWARM_STEPS = 100  # after --init-from: fresh Adam moments must not take full-size steps at once
+
+
+def inverse_sqrt_schedule(warmup: int, rewarm_from=lambda: None):
+    """Linear warmup to the peak LR, then decay with 1/sqrt(step) (the Noam shape, peak set directly).
+    `rewarm_from()` gives the step where a warm start reset the optimizer; the LR ramps up again there."""
     def factor(step: int) -> float:
+        start = rewarm_from()
+        ramp = 1.0 if start is None else min(1.0, (step - start + 1) / REWARM_STEPS)
         step = max(step, 1)
-        return min(step / warmup, math.sqrt(warmup / step))
+        return min(step / warmup, math.sqrt(warmup / step)) * ramp
     return factor
 
 
@@ -114,14 +121,23 @@ class Trainer:
         if self.is_main:
             self.console.log(message)
 
-    def prepare(self, resume: bool) -> None:
+    def prepare(self, resume: bool, init_from: Path | None = None) -> None:
+        """Load data, tokenizer and model. `resume` continues this run exactly from last.pt;
+        `init_from` starts this run from another checkpoint's weights and tokenizer, with a fresh
+        optimizer and the LR schedule continued from that checkpoint's step (a warm start)."""
+        if resume and init_from:
+            raise ValueError("pass either resume or init_from, not both")
         run = self.run
+        warm = self._load_warm_start(Path(init_from)) if init_from else None
         report = CleaningReport()
         train_pairs = run.load_split("train", report)
         dev_pairs = run.load_split("dev")
         self.log(f"train data: {report.summary()}; dev: {len(dev_pairs)} pairs")
         tok_path = self.out / "tokenizer.model"
-        if resume and tok_path.exists():
+        if warm and self.is_main:
+            tok_path.parent.mkdir(parents=True, exist_ok=True)
+            tok_path.write_bytes(warm["tokenizer_model"])
+        if (resume or warm) and tok_path.exists():
             self.sp = load_tokenizer(tok_path)
         elif self.is_main:
             t0 = time.time()
@@ -147,13 +163,16 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=o.lr, betas=o.betas, eps=1e-8)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt_schedule(o.warmup_steps))
         self.state = Progress_()
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, inverse_sqrt_schedule(o.warmup_steps, lambda: self.state.rewarm_from))
         if resume:
             self._restore(self.checkpoint_dir / "last.pt")
         elif (self.checkpoint_dir / "last.pt").exists():
             raise FileExistsError(f"{self.checkpoint_dir / 'last.pt'} exists: pass --resume to continue that run, "
                                   f"or choose another output_dir")
+        if warm:
+            self._warm_start(warm)
         self.ddp_model = self.model
         if self.world > 1:
             self.ddp_model = torch.nn.parallel.DistributedDataParallel(
@@ -200,6 +219,31 @@ class Trainer:
         random.setstate((3, tuple(rng["python"]), rng["python_pos"]))
         self.log(f"resumed from {path}: epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch}, "
                  f"step {self.state.step}")
+
+    def _load_warm_start(self, path: Path) -> dict:
+        ckpt = load_checkpoint(path)
+        missing = [k for k in ("model", "model_config", "tokenizer_model") if k not in ckpt]
+        if missing:
+            raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}; cannot start from it")
+        ours = {k: v for k, v in self.run.model.to_dict().items() if k != "vocab_size"}
+        theirs = {k: ckpt["model_config"].get(k) for k in ours}
+        if ours != theirs:
+            diff = ", ".join(f"{k}: {theirs[k]!r} there, {ours[k]!r} here" for k in ours if ours[k] != theirs[k])
+            raise CheckpointError(f"{path}: its model differs from this config ({diff})")
+        ckpt["path"] = path
+        return ckpt
+
+    def _warm_start(self, ckpt: dict) -> None:
+        # Weights may be stored in half precision (a shipped model); train in fp32.
+        self.model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in ckpt["model"].items()})
+        done = ckpt.get("progress", {})
+        self.state.step = self.state.rewarm_from = done.get("step", 0)
+        self.state.epoch = done.get("epoch", 0)
+        self.scheduler.last_epoch = self.state.step
+        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
+            group["lr"] = base * self.scheduler.lr_lambdas[0](self.state.step)
+        self.log(f"warm start from {ckpt['path']}: its weights and tokenizer, a fresh optimizer, "
+                 f"LR schedule from step {self.state.step} (epoch {self.state.epoch + 1})")
 
     def save_last(self) -> None:
         if self.is_main:
