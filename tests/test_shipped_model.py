@@ -51,6 +51,8 @@ def test_shipped_bundle_is_small_and_int8(shipped, translator):
     ("Wo ist der Bahnhof?", "en", [["where"], ["station"]]),
     ("Ein Hund rennt über eine Wiese.", "en", [["dog"], ["running", "runs", "run"]]),
     ("Zwei Männer spielen Fußball.", "en", [["men"], ["soccer", "football"]]),
+    ("Kannst du mir bitte helfen?", "en", [["help"], ["you"]]),
+    ("Hallo, schön dich zu sehen!", "en", [["see"]]),
     ("I am very tired today.", "de", [["müde"], ["heute"]]),
     ("My brother plays the guitar.", "de", [["bruder"], ["gitarre"]]),
     ("Thank you very much for your help.", "de", [["dank"], ["hilfe"]]),
