@@ -25,6 +25,8 @@ from .trainer import Interrupted, Trainer, TrainingDiverged
 @click.option("--epochs", type=int, default=None, help="Override optim.epochs.")
 def main(config, resume, init_from, output_dir, max_steps, epochs):
     """Train a translation model described by a TOML CONFIG."""
+    if resume and init_from:
+        raise click.UsageError("--resume and --init-from exclude each other")
     console = Console(stderr=True)
     try:
         run = RunConfig.load(config)
@@ -35,8 +37,6 @@ def main(config, resume, init_from, output_dir, max_steps, epochs):
         if epochs is not None:
             run.optim.epochs = epochs
         trainer = Trainer(run, console)
-        if resume and init_from:
-            raise click.UsageError("--resume and --init-from exclude each other")
         trainer.prepare(resume, init_from)
         summary = trainer.train()
     except (DataError, CheckpointError, FileExistsError) as e:

@@ -25,7 +25,7 @@ from mtkit.runtime.search import DecodeOptions
 from mtkit.runtime.vocab import PAD_ID, source_ids
 
 from .batching import collate, make_batches
-from .checkpoint import CheckpointError, average_state_dicts, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, average_state_dicts, load_checkpoint, load_model, save_checkpoint
 from .config import RunConfig
 from .data import CleaningReport, Pair
 from .model import Transformer
@@ -172,7 +172,7 @@ class Trainer:
             raise FileExistsError(f"{self.checkpoint_dir / 'last.pt'} exists: pass --resume to continue that run, "
                                   f"or choose another output_dir")
         if warm:
-            self._warm_start(warm)
+            self._warm_start(warm, Path(init_from))
         self.ddp_model = self.model
         if self.world > 1:
             self.ddp_model = torch.nn.parallel.DistributedDataParallel(
@@ -221,28 +221,24 @@ class Trainer:
                  f"step {self.state.step}")
 
     def _load_warm_start(self, path: Path) -> dict:
-        ckpt = load_checkpoint(path)
-        missing = [k for k in ("model", "model_config", "tokenizer_model") if k not in ckpt]
-        if missing:
-            raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}; cannot start from it")
+        """The checkpoint to start from; CheckpointError unless it is a usable model of this config's shape."""
+        ckpt, _ = load_model(path)
         ours = {k: v for k, v in self.run.model.to_dict().items() if k != "vocab_size"}
         theirs = {k: ckpt["model_config"].get(k) for k in ours}
         if ours != theirs:
             diff = ", ".join(f"{k}: {theirs[k]!r} there, {ours[k]!r} here" for k in ours if ours[k] != theirs[k])
             raise CheckpointError(f"{path}: its model differs from this config ({diff})")
-        ckpt["path"] = path
         return ckpt
 
-    def _warm_start(self, ckpt: dict) -> None:
-        # Weights may be stored in half precision (a shipped model); train in fp32.
-        self.model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in ckpt["model"].items()})
+    def _warm_start(self, ckpt: dict, path: Path) -> None:
+        self.model.load_state_dict(ckpt["model"])  # copies into our fp32 parameters, whatever it was stored in
         done = ckpt.get("progress", {})
         self.state.step = self.state.rewarm_from = done.get("step", 0)
         self.state.epoch = done.get("epoch", 0)
         self.scheduler.last_epoch = self.state.step
         for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
             group["lr"] = base * self.scheduler.lr_lambdas[0](self.state.step)
-        self.log(f"warm start from {ckpt['path']}: its weights and tokenizer, a fresh optimizer, "
+        self.log(f"warm start from {path}: its weights and tokenizer, a fresh optimizer, "
                  f"LR schedule from step {self.state.step} (epoch {self.state.epoch + 1})")
 
     def save_last(self) -> None:
