@@ -262,7 +262,12 @@ class Trainer:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-        return self.finish()
+        summary = self.finish()
+        if self.world > 1:
+            # Every rank leaves together: a rank exiting while rank 0 still writes final.pt can abort gloo.
+            dist.barrier()
+            dist.destroy_process_group()
+        return summary
 
     def _progress(self) -> Progress:
         return Progress(
