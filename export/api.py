@@ -23,6 +23,7 @@ from mtkit.train.checkpoint import load_model
 from . import bundle, graphs, optimize, parity, variants
 from .bundle import ExportError
 from .parity import ParityError
+from .search_head import add_search_head
 
 ARCHIVE_SUFFIX = ".tar.gz"
 
@@ -120,6 +121,11 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
                     for graph in ("encoder", "decoder"):
                         entries[variant]["optimizations"][graph] = entries[variant]["optimizations"][graph] + \
                             optimize.share_tied_embedding(staging / bf.graph_file(graph, variant))
+
+            for variant in entries:       # last: int8 and fp16 are made from the head-less fp32 graph
+                path = staging / bf.graph_file("decoder", variant)
+                entries[variant]["optimizations"]["decoder"] = entries[variant]["optimizations"]["decoder"] + \
+                    add_search_head(path, cfg.vocab_size)
 
             progress("checking every graph (onnx.checker, ONNX Runtime load)")
             for variant in entries:

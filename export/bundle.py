@@ -77,7 +77,7 @@ def build_config(ckpt: dict, checkpoint: Path, variants: dict, parity: dict, ops
         language_tags={k: int(v) for k, v in ckpt["language_tags"].items()},
         directions=[list(d) for d in ckpt.get("directions", [])],
         variants=variants,
-        tensors=bf.tensor_names(cfg.decoder_layers),
+        tensors=bf.tensor_names(cfg.decoder_layers, search_head=True),
         provenance={
             "checkpoint": str(Path(checkpoint).resolve()),
             "checkpoint_sha256": file_sha256(checkpoint),

@@ -18,6 +18,9 @@ Graphs (B batch, S source length, T new target positions, P past length, H heads
                   cross_key_{i}, cross_value_{i} float[B,H,S,Dh]
              out: logits float[B,T,V], present_key_{i}, present_value_{i} float[B,H,P+T,Dh],
                   cross_attention float[B,T,S]  (last decoder layer, averaged over heads)
+    decoder search head (mt-export adds it; older bundles lack it and the runtime does without):
+             out: top_logprobs float[B,K], top_ids int64[B,K]  (the last position's K most likely
+                  tokens, best first; K = min(SEARCH_HEAD_K, V)), eos_logprob float[B]
 
 Every cache tensor has batch on axis 0, so beam search reorders all of them the same way.
 Loading a bundle reads JSON, SentencePiece and ONNX only: never pickle.
@@ -52,6 +55,13 @@ TGT_IDS = "tgt_ids"
 LOGITS = "logits"
 CROSS_ATTENTION = "cross_attention"
 
+# The search head: beam search needs only each row's few best tokens, so the graph computes them
+# instead of handing [B,V] logits to numpy (log-softmax and top-k were ~40% of a beam step there).
+TOP_LOGPROBS = "top_logprobs"
+TOP_IDS = "top_ids"
+EOS_LOGPROB = "eos_logprob"
+SEARCH_HEAD_K = 16              # beam search keeps 2 x beam per row: beams up to 8 use the head
+
 
 def cross_key(i: int) -> str:
     return f"cross_key_{i}"
@@ -77,8 +87,8 @@ def present_value(i: int) -> str:
     return f"present_value_{i}"
 
 
-def tensor_names(decoder_layers: int) -> dict:
-    """Input and output names of both graphs, in graph order."""
+def tensor_names(decoder_layers: int, search_head: bool = False) -> dict:
+    """Input and output names of both graphs, in graph order; the search head's only if asked."""
     cross = [n for i in range(decoder_layers) for n in (cross_key(i), cross_value(i))]
     past = [n for i in range(decoder_layers) for n in (past_key(i), past_value(i))]
     present = [n for i in range(decoder_layers) for n in (present_key(i), present_value(i))]
@@ -86,7 +96,8 @@ def tensor_names(decoder_layers: int) -> dict:
         "encoder": {"inputs": [SRC_IDS, SRC_MASK], "outputs": [ENCODER_OUT, *cross]},
         "decoder": {
             "inputs": [TGT_IDS, SRC_MASK, *past, *cross],
-            "outputs": [LOGITS, *present, CROSS_ATTENTION],
+            "outputs": [LOGITS, *present, CROSS_ATTENTION,
+                        *([TOP_LOGPROBS, TOP_IDS, EOS_LOGPROB] if search_head else [])],
         },
     }
 

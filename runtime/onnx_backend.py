@@ -4,7 +4,8 @@ once per step with the KV cache fed back in.
 Two backends share one interface:
 - `OnnxBackend` keeps the cache in numpy arrays (the CPU path: ORT's CPU tensors are host memory anyway);
 - `IOBindingBackend` keeps it in OrtValues on the session's device (CUDA), binding each step's
-  `present_*` outputs as the next step's `past_*` inputs, so only the logits come back to the host.
+  `present_*` outputs as the next step's `past_*` inputs, so only what the search reads (the search
+  head's top-k, or the logits) comes back to the host.
   It runs with device "cpu" too, which is how the tests check it against `OnnxBackend`.
 
 Cross-attention keys/values depend only on the source sentence, so both backends track which
@@ -197,6 +198,10 @@ class OnnxBackend:
         self.cross_names = [n for i in range(self.layers) for n in (bf.cross_key(i), bf.cross_value(i))]
         self.past_names = [n for i in range(self.layers) for n in (bf.past_key(i), bf.past_value(i))]
         self.present_names = [n for i in range(self.layers) for n in (bf.present_key(i), bf.present_value(i))]
+        # How many tokens per row the graph's search head ranks; 0 for bundles exported before it
+        # (the search then works from the logits).
+        outputs = {o.name: o for o in decoder.get_outputs()}
+        self.search_head_k = outputs[bf.TOP_IDS].shape[1] if bf.TOP_IDS in outputs else 0
 
     # The three `DecoderBackend` methods.
 
@@ -208,14 +213,16 @@ class OnnxBackend:
         return OnnxState(src_mask, dict(zip(self.cross_names, outputs)), self._empty_past(len(rows)), rows, rows)
 
     def step(self, state: OnnxState, tokens: np.ndarray, need_attention: bool = False):
-        self._align_cross(state)
-        feeds = {bf.TGT_IDS: tokens.astype(np.int64, copy=False).reshape(-1, 1), bf.SRC_MASK: state.src_mask,
-                 **state.past, **state.cross}
-        names = [bf.LOGITS, *self.present_names] + ([bf.CROSS_ATTENTION] if need_attention else [])
-        outputs = self.decoder.run(names, feeds)
-        state.past = dict(zip(self.past_names, outputs[1:1 + len(self.present_names)]))
-        attention = outputs[-1][:, -1].astype(np.float32) if need_attention else None
+        names = [bf.LOGITS] + ([bf.CROSS_ATTENTION] if need_attention else [])
+        outputs = self._run(state, tokens, names)
+        attention = outputs[1][:, -1].astype(np.float32) if need_attention else None
         return outputs[0][:, -1].astype(np.float32, copy=False), attention
+
+    def step_top(self, state: OnnxState, tokens: np.ndarray):
+        """A step through the graph's search head: each row's `search_head_k` best log-probs (best
+        first), their token ids and EOS's log-prob [N]."""
+        logp, ids, eos = self._run(state, tokens, [bf.TOP_LOGPROBS, bf.TOP_IDS, bf.EOS_LOGPROB])
+        return logp.astype(np.float32, copy=False), ids, eos.astype(np.float32, copy=False)
 
     def select(self, state: OnnxState, rows: np.ndarray) -> None:
         identity = len(rows) == len(state.rows) and np.array_equal(rows, np.arange(len(rows)))
@@ -224,6 +231,15 @@ class OnnxBackend:
             state.past = {k: self._take(v, rows) for k, v in state.past.items()}
 
     # Helpers the IOBinding backend overrides.
+
+    def _run(self, state: OnnxState, tokens: np.ndarray, names: list[str]) -> list:
+        """One decoder step: the new caches become the state's past; returns the outputs `names`."""
+        self._align_cross(state)
+        feeds = {bf.TGT_IDS: tokens.astype(np.int64, copy=False).reshape(-1, 1), bf.SRC_MASK: state.src_mask,
+                 **state.past, **state.cross}
+        outputs = self.decoder.run(names + self.present_names, feeds)
+        state.past = dict(zip(self.past_names, outputs[len(names):]))
+        return outputs[:len(names)]
 
     def _empty_past(self, batch: int) -> dict:
         empty = np.zeros((batch, self.heads, 0, self.head_dim), dtype=self.cache_dtype)
@@ -263,7 +279,7 @@ class IOBindingBackend(OnnxBackend):
         cross = dict(zip(self.cross_names, binding.get_outputs()))
         return OnnxState(src_mask, cross, self._empty_past(len(rows)), rows, rows)
 
-    def step(self, state: OnnxState, tokens: np.ndarray, need_attention: bool = False):
+    def _run(self, state: OnnxState, tokens: np.ndarray, names: list[str]) -> list:
         self._align_cross(state)
         binding = self.decoder.io_binding()
         binding.bind_cpu_input(bf.TGT_IDS, np.ascontiguousarray(tokens, dtype=np.int64).reshape(-1, 1))
@@ -273,16 +289,14 @@ class IOBindingBackend(OnnxBackend):
                 binding.bind_cpu_input(name, value)
             else:
                 binding.bind_ortvalue_input(name, value)
-        binding.bind_output(bf.LOGITS, "cpu")                     # the one tensor the search needs on the host
+        for name in names:                              # what the search needs comes to the host
+            binding.bind_output(name, "cpu")
         for name in self.present_names:
             binding.bind_output(name, self.device, self.device_id)
-        if need_attention:
-            binding.bind_output(bf.CROSS_ATTENTION, "cpu")
         self.decoder.run_with_iobinding(binding)
-        outputs = binding.get_outputs()                            # in the order bound above
-        state.past = dict(zip(self.past_names, outputs[1:1 + len(self.present_names)]))
-        attention = outputs[-1].numpy()[:, -1].astype(np.float32) if need_attention else None
-        return outputs[0].numpy()[:, -1].astype(np.float32, copy=False), attention
+        outputs = binding.get_outputs()                 # in the order bound above
+        state.past = dict(zip(self.past_names, outputs[len(names):]))
+        return [value.numpy() for value in outputs[:len(names)]]
 
     def _take(self, value, rows: np.ndarray):
         if isinstance(value, np.ndarray):               # the empty first-step cache stays on the host

@@ -26,6 +26,10 @@ class DecoderBackend(Protocol):
     def select(self, state, rows: np.ndarray) -> None:
         """Keep (and reorder, or repeat) state rows: row i becomes old row rows[i]."""
 
+    # Optional: a backend with `search_head_k = K > 0` also has
+    #   step_top(state, tokens) -> (log-probs [N,K] best first, token ids [N,K], EOS log-prob [N]),
+    # a step that ranks the vocabulary where the logits are (the ONNX decoder's search head).
+
 
 @dataclass
 class DecodeOptions:
@@ -63,23 +67,49 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted
 
 
-def best_candidates(beam_scores: np.ndarray, logp: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The `width` best continuations of each sentence, best first, ties broken by index: flat
-    indices beam * V + token [A, width] and their scores beam_score + log p (float64).
-
-    A sentence's best `width` candidates are among the best `width` tokens of each of its rows, and
-    adding a row's beam score does not change the order within the row: so partition each row of
-    V log-probs (float32) rather than each sentence's k*V sums (float64, built in full first).
-    """
-    n_sent, k = beam_scores.shape
+def top_tokens(logp: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's `width` most likely token ids [N,w] (in no particular order) and their log-probs."""
     vocab = logp.shape[1]
     w = min(width, vocab)
-    tokens = np.argpartition(logp, vocab - w, axis=1)[:, vocab - w:]                    # [A*k, w]
-    scores = beam_scores.reshape(-1, 1) + np.take_along_axis(logp, tokens, axis=1)     # float64, as before
-    flat = (tokens + (np.arange(n_sent * k) % k * vocab)[:, None]).reshape(n_sent, k * w)
-    scores = scores.reshape(n_sent, k * w)
-    order = np.lexsort((flat, -scores), axis=1)[:, :width]
-    return np.take_along_axis(flat, order, axis=1), np.take_along_axis(scores, order, axis=1)
+    ids = logp.argmax(axis=1)[:, None] if w == 1 else np.argpartition(logp, vocab - w, axis=1)[:, vocab - w:]
+    return ids, np.take_along_axis(logp, ids, axis=1)
+
+
+def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, histories):
+    """One decoder step, reduced to what a search keeps: each row's `width` best token ids [N,w], their
+    log-probs, EOS's log-prob [N] and the cross-attention (or None).
+
+    The backend's search head ranks the vocabulary inside the graph when it has a wide enough one and
+    nothing needs the whole distribution; otherwise numpy does it from the logits. `histories()` gives
+    each row's tokens so far, for the n-gram ban.
+    """
+    if width <= getattr(backend, "search_head_k", 0) and not opts.return_attention and opts.no_repeat_ngram_size <= 0:
+        logp, ids, eos = backend.step_top(state, tokens)
+        return ids[:, :width], logp[:, :width], eos, None
+    logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
+    logp = log_softmax(logits)
+    if opts.no_repeat_ngram_size > 0:
+        ban_repeated_ngrams(logp, histories(), opts.no_repeat_ngram_size)
+    ids, top_logp = top_tokens(logp, width)
+    return ids, top_logp, logp[:, EOS_ID], attn
+
+
+def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
+                    width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The `width` best continuations of each sentence, best first, ties broken by (beam, token):
+    their beam [A, width], token and score beam_score + log p (float64).
+
+    `ids` / `logp` [A*k, w] are each row's best w tokens: a sentence's best `width` candidates are
+    among them when w >= width, because adding a row's beam score keeps the order within the row.
+    """
+    n_sent, k = beam_scores.shape
+    w = ids.shape[1]
+    scores = (beam_scores.reshape(-1, 1) + logp).reshape(n_sent, k * w)       # float64, as the beam scores
+    beams = np.repeat(np.arange(k), w)[None, :].repeat(n_sent, axis=0)
+    tokens = ids.reshape(n_sent, k * w)
+    order = np.lexsort((tokens, beams, -scores), axis=1)[:, :width]
+    pick = lambda a: np.take_along_axis(a, order, axis=1)   # noqa: E731
+    return pick(beams), pick(tokens), pick(scores)
 
 
 def ban_repeated_ngrams(logp: np.ndarray, histories: list[list[int]], n: int) -> None:
@@ -128,22 +158,19 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[
     tokens = np.full(batch, BOS_ID, dtype=np.int64)
     step = 0
     while active.size:
-        logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
         step += 1
-        rows = np.arange(len(active))
-        if pick is None and opts.no_repeat_ngram_size <= 0:
-            # Greedy needs no softmax to choose; one log-sum-exp gives the chosen token's score.
-            chosen = logits.argmax(axis=-1)
-            chosen = np.where(step >= limits[active], EOS_ID, chosen)  # out of length: close the sentence
-            top = logits.max(axis=-1, keepdims=True)
-            log_z = top[:, 0] + np.log(np.exp(logits - top).sum(axis=-1))
-            chosen_logp = logits[rows, chosen].astype(np.float64) - log_z
+        if pick is None:
+            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, lambda: [histories[i] for i in active])
+            chosen, chosen_logp = ids[:, 0], logp[:, 0]
         else:
+            logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
             logp = log_softmax(logits)
             ban_repeated_ngrams(logp, [histories[i] for i in active], opts.no_repeat_ngram_size)
-            chosen = logp.argmax(axis=-1) if pick is None else pick(logp)
-            chosen = np.where(step >= limits[active], EOS_ID, chosen)
-            chosen_logp = logp[rows, chosen]
+            chosen = pick(logp)
+            chosen_logp, eos = logp[np.arange(len(active)), chosen], logp[:, EOS_ID]
+        out_of_length = step >= limits[active]             # close the sentence: EOS, scored as EOS
+        chosen = np.where(out_of_length, EOS_ID, chosen)
+        chosen_logp = np.where(out_of_length, eos, chosen_logp).astype(np.float64)
         keep = []
         for row, sent in enumerate(active):
             scores[sent] += chosen_logp[row]
@@ -205,16 +232,11 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
     tokens = np.full(batch * k, BOS_ID, dtype=np.int64)
     step = 0
     while active.size:
-        logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
-        logp = log_softmax(logits)
         step += 1
-        if opts.no_repeat_ngram_size > 0:
-            histories = [beam_tokens[s][b] for s in active for b in range(k)]
-            ban_repeated_ngrams(logp, histories, opts.no_repeat_ngram_size)
-        vocab = logp.shape[1]
+        ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts,
+                                           lambda: [beam_tokens[s][b] for s in active for b in range(k)])
         # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
-        top, top_scores = best_candidates(beam_scores, logp, 2 * k)
-        top, top_scores = top.tolist(), top_scores.tolist()
+        cand_beams, cand_tokens, cand_scores = (c.tolist() for c in best_candidates(beam_scores, ids, logp, 2 * k))
 
         rows, new_scores, new_tokens, still_active = [], [], [], []
         for a, sent in enumerate(active):
@@ -223,16 +245,15 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
                 for beam in range(k):
                     if np.isfinite(beam_scores[a, beam]):
                         row, hist = a * k + beam, beam_tokens[sent][beam]
-                        score = beam_scores[a, beam] + logp[row, EOS_ID]
+                        score = beam_scores[a, beam] + eos[row]
                         att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
                         norm = score / ((len(hist) + 1) ** opts.length_penalty)
                         finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_attention else None))
                 continue
             next_beams = []
-            for idx, score in zip(top[a], top_scores[a]):
+            for beam, token, score in zip(cand_beams[a], cand_tokens[a], cand_scores[a]):
                 if not np.isfinite(score):
                     break
-                beam, token = divmod(int(idx), vocab)
                 row = a * k + beam
                 hist = beam_tokens[sent][beam]
                 att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])

@@ -45,7 +45,7 @@ def test_bundle_files_and_config(tiny_bundle, tiny_checkpoint):
     assert config.special_ids == {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
     assert config.language_tags == ckpt["language_tags"]
     assert sorted(map(tuple, config.directions)) == sorted(map(tuple, ckpt["directions"]))
-    assert config.tensors == bf.tensor_names(mc["decoder_layers"])
+    assert config.tensors == bf.tensor_names(mc["decoder_layers"], search_head=True)
     assert set(config.variants) == {"fp32", "int8"}
     for variant, entry in config.variants.items():
         assert entry["encoder"] == bf.graph_file("encoder", variant)
@@ -86,7 +86,7 @@ def test_bundle_holds_no_pickle(tiny_bundle):
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
 def test_graphs_follow_the_contract(tiny_bundle, variant):
     config = BundleConfig.load(tiny_bundle)
-    names = bf.tensor_names(config.decoder_layers)
+    names = bf.tensor_names(config.decoder_layers, search_head=True)
     for graph in ("encoder", "decoder"):
         path = tiny_bundle / bf.graph_file(graph, variant)
         onnx.checker.check_model(str(path), full_check=True)
@@ -140,6 +140,26 @@ def test_one_decoder_graph_for_every_step(tiny_bundle):
         assert attention.shape == (batch, 5, src.shape[1])
         np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
         assert np.all(attention[~np.broadcast_to(mask[:, None, :], attention.shape)] == 0)  # no weight on padding
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_search_head_is_the_top_of_the_log_softmax(tiny_bundle, variant):
+    config = BundleConfig.load(tiny_bundle)
+    enc = ort.InferenceSession(str(tiny_bundle / bf.graph_file("encoder", variant)), providers=["CPUExecutionProvider"])
+    dec = ort.InferenceSession(str(tiny_bundle / bf.graph_file("decoder", variant)), providers=["CPUExecutionProvider"])
+    src = np.array([[config.language_tags["en"], 10, 11, 12, EOS_ID], [config.language_tags["en"], 20, EOS_ID, 0, 0]])
+    mask = src != PAD_ID
+    cross = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {bf.SRC_IDS: src, bf.SRC_MASK: mask})))
+    cross = {k: v for k, v in cross.items() if k.startswith("cross_")}
+    tgt = np.array([[BOS_ID, 40, 41]] * 2)
+    out, _ = run_decoder(dec, config, tgt, mask, cross)
+    last = out[bf.LOGITS][:, -1].astype(np.float64)
+    logp = last - np.log(np.exp(last - last.max(1, keepdims=True)).sum(1, keepdims=True)) - last.max(1, keepdims=True)
+    k = min(bf.SEARCH_HEAD_K, config.vocab_size)
+    assert out[bf.TOP_IDS].shape == out[bf.TOP_LOGPROBS].shape == (2, k) and out[bf.EOS_LOGPROB].shape == (2,)
+    np.testing.assert_array_equal(out[bf.TOP_IDS], np.argsort(-logp, axis=1, kind="stable")[:, :k])
+    np.testing.assert_allclose(out[bf.TOP_LOGPROBS], np.take_along_axis(logp, out[bf.TOP_IDS], 1), atol=1e-5)
+    np.testing.assert_allclose(out[bf.EOS_LOGPROB], logp[:, EOS_ID], atol=1e-5)
 
 
 def test_runtime_translates_with_the_bundle(tiny_bundle):

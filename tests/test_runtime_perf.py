@@ -8,7 +8,7 @@ import pytest
 
 from mtkit.runtime import Translator
 from mtkit.runtime.batching import pad_batch
-from mtkit.runtime.search import best_candidates, log_softmax
+from mtkit.runtime.search import best_candidates, log_softmax, top_tokens
 
 
 def full_sort(beam_scores, logp, width):
@@ -28,11 +28,11 @@ def test_best_candidates_equal_a_full_sort(seed):
     if seed % 2:
         beam_scores[:, 1:] = -np.inf                   # the first step: one live beam per sentence
         logp[:, rng.integers(0, vocab, 3)] = -np.inf   # banned tokens
-    index, scores = best_candidates(beam_scores, logp, 2 * k)
+    beams, tokens, scores = best_candidates(beam_scores, *top_tokens(logp, 2 * k), 2 * k)
     ref_index, ref_scores = full_sort(beam_scores, logp, 2 * k)
     assert np.array_equal(scores, ref_scores)
     finite = np.isfinite(ref_scores)                   # the search stops at the first -inf
-    assert np.array_equal(index[finite], ref_index[finite])
+    assert np.array_equal((beams * vocab + tokens)[finite], ref_index[finite])
 
 
 def first_logits(translator):

@@ -42,6 +42,23 @@ def test_beam_of_one_is_greedy(translator, batch):
         assert g.hypotheses[0].score == pytest.approx(b.hypotheses[0].score, abs=1e-4)
 
 
+@pytest.mark.parametrize("kw", [dict(beam_size=1), dict(beam_size=4, num_hypotheses=4),
+                                dict(beam_size=3, max_length_ratio=0.5, max_length_extra=1)])   # out of length
+def test_search_head_gives_the_numpy_search_results(translator, batch, kw):
+    """The graph's LogSoftmax + TopK (its search head) and numpy over the logits pick the same hypotheses."""
+    head_k = translator.backend.search_head_k
+    assert head_k >= 2 * kw["beam_size"]
+    in_graph = run(translator, batch, **kw)
+    translator.backend.search_head_k = 0
+    try:
+        in_numpy = run(translator, batch, **kw)
+    finally:
+        translator.backend.search_head_k = head_k
+    for a, b in zip(in_graph, in_numpy):
+        assert [h.tokens for h in a.hypotheses] == [h.tokens for h in b.hypotheses]
+        assert [h.score for h in a.hypotheses] == pytest.approx([h.score for h in b.hypotheses], abs=1e-4)
+
+
 def test_greedy_score_is_the_log_probability_of_its_output(translator, batch):
     """Re-score each greedy output (teacher-forced, step by step) and compare."""
     _, ids, mask = batch
