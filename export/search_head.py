@@ -29,16 +29,21 @@ def add_search_head(path: Path, vocab_size: int) -> list[str]:
     if any(o.name == bf.TOP_IDS for o in graph.output):
         return []
     logits = next(o for o in graph.output if o.name == bf.LOGITS)
-    scores = "search_head/last_logits"
-    nodes = [helper.make_node("Gather", [bf.LOGITS, "search_head/last"], [scores], axis=1)]   # [B,T,V] -> [B,V]
+    scores = bf.LOGITS                                                # [B,T,V]; T = 1 in a search step
+    nodes = []
     if logits.type.tensor_type.elem_type != TensorProto.FLOAT:       # fp16 graphs: rank in fp32
-        nodes.append(helper.make_node("Cast", [scores], ["search_head/last_logits_fp32"], to=TensorProto.FLOAT))
-        scores = "search_head/last_logits_fp32"
+        nodes.append(helper.make_node("Cast", [scores], ["search_head/logits_fp32"], to=TensorProto.FLOAT))
+        scores = "search_head/logits_fp32"
+    # Rank every position and keep the last one's [B,K] afterwards: picking the last position of
+    # the [B,T,V] logits first would copy them (5% of an int8 beam step at T = 1).
     nodes += [
         helper.make_node("LogSoftmax", [scores], ["search_head/logprobs"], axis=-1),
-        helper.make_node("TopK", ["search_head/logprobs", "search_head/k"], [bf.TOP_LOGPROBS, bf.TOP_IDS],
-                         axis=-1, largest=1, sorted=1),           # ties: the lower token id first
-        helper.make_node("Gather", ["search_head/logprobs", "search_head/eos"], [bf.EOS_LOGPROB], axis=1),
+        helper.make_node("TopK", ["search_head/logprobs", "search_head/k"], ["search_head/top_logprobs",
+                         "search_head/top_ids"], axis=-1, largest=1, sorted=1),   # ties: the lower token id first
+        helper.make_node("Gather", ["search_head/logprobs", "search_head/eos"], ["search_head/eos_logprobs"], axis=2),
+        helper.make_node("Gather", ["search_head/top_logprobs", "search_head/last"], [bf.TOP_LOGPROBS], axis=1),
+        helper.make_node("Gather", ["search_head/top_ids", "search_head/last"], [bf.TOP_IDS], axis=1),
+        helper.make_node("Gather", ["search_head/eos_logprobs", "search_head/last"], [bf.EOS_LOGPROB], axis=1),
     ]
     graph.node.extend(nodes)
     k = min(bf.SEARCH_HEAD_K, vocab_size)
