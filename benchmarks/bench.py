@@ -246,7 +246,8 @@ def model_size(spec: EngineSpec, artifacts: dict) -> tuple[int, str]:
 
         state = torch.load(artifacts["checkpoint"], map_location="cpu", weights_only=True)["model"]
         storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in state.values()}
-        return sum(storages.values()), "fp32 state dict of the checkpoint (tied weights once)"
+        dtypes = "/".join(sorted({str(t.dtype).removeprefix("torch.") for t in state.values() if t.is_floating_point()}))
+        return sum(storages.values()), f"{dtypes} state dict of the checkpoint (tied weights once; run in float32)"
     if spec.kind == "ort":
         from mtkit.runtime.bundle import variant_files
         from mtkit.runtime.bundle_format import BundleConfig
