@@ -1,0 +1,56 @@
+"""The decoder's search head (export/search_head.py) against numpy's ranking, on a stand-in graph
+whose `logits` output is its input: both TopK forms, several vocabulary sizes, fp32 and fp16."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from mtkit.export.search_head import add_search_head, block_size
+from mtkit.runtime import bundle_format as bf
+from mtkit.runtime.vocab import EOS_ID
+
+
+def logits_graph(path, vocab: int, elem=TensorProto.FLOAT):
+    node = helper.make_node("Identity", ["scores"], [bf.LOGITS])
+    graph = helper.make_graph([node], "stand_in",
+                              [helper.make_tensor_value_info("scores", elem, ["batch", "new_len", vocab])],
+                              [helper.make_tensor_value_info(bf.LOGITS, elem, ["batch", "new_len", vocab])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_block_size():
+    assert block_size(16000, 16) == 64
+    assert block_size(600, 16) == 30          # at least 16 blocks
+    assert block_size(97, 16) is None         # prime: one TopK
+    assert block_size(10, 10) is None
+
+
+@pytest.mark.parametrize("vocab", [16000, 600, 97, 10])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_head_is_the_top_of_the_last_positions_log_softmax(tmp_path, vocab, dtype):
+    elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+    path = logits_graph(tmp_path / "g.onnx", vocab, elem)
+    record = add_search_head(path, vocab)
+    assert ("two-stage" in record[0]) == (block_size(vocab, min(bf.SEARCH_HEAD_K, vocab)) is not None)
+    assert add_search_head(path, vocab) == []                        # idempotent
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(vocab)
+    scores = (rng.normal(size=(5, 3, vocab)) * 4).astype(dtype)
+    top_logp, top_ids, eos = session.run([bf.TOP_LOGPROBS, bf.TOP_IDS, bf.EOS_LOGPROB], {"scores": scores})
+
+    last = scores[:, -1].astype(np.float64)
+    logp = last - last.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    k = min(bf.SEARCH_HEAD_K, vocab)
+    assert top_ids.shape == top_logp.shape == (5, k) and eos.shape == (5,)
+    expected = -np.sort(-logp, axis=1)[:, :k]
+    np.testing.assert_allclose(top_logp, expected, atol=1e-4)                  # the k best, best first
+    np.testing.assert_allclose(np.take_along_axis(logp, top_ids, 1), top_logp, atol=1e-4)   # ...and their ids
+    assert all(len(set(row)) == k for row in top_ids.tolist())
+    np.testing.assert_allclose(eos, logp[:, EOS_ID], atol=1e-4)
