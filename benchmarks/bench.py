@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -271,12 +272,13 @@ def _env(threads: int) -> dict:
     return env
 
 
-def run_worker(spec: EngineSpec, artifacts: dict, datasets: list[dict], cfg: BenchConfig, work: Path) -> dict:
+def run_worker(spec: EngineSpec, artifacts: dict, datasets: list[dict], cfg: BenchConfig, work: Path,
+               reps: int) -> dict:
     jobs = work / "jobs"
     jobs.mkdir(parents=True, exist_ok=True)
     job_path, result_path = jobs / f"{spec.name}.job.json", jobs / f"{spec.name}.result.json"
     result_path.unlink(missing_ok=True)
-    job = {"engine": spec.name, "artifacts": artifacts, "threads": cfg.threads, "reps": cfg.reps,
+    job = {"engine": spec.name, "artifacts": artifacts, "threads": cfg.threads, "reps": reps,
            "warmup": cfg.warmup, "beam_size": cfg.beam_size, "batch_size": cfg.batch_size,
            "datasets": [{k: d[k] for k in ("name", "sources", "src_lang", "tgt_lang")} for d in datasets]}
     job_path.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
@@ -289,6 +291,44 @@ def run_worker(spec: EngineSpec, artifacts: dict, datasets: list[dict], cfg: Ben
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         return {"error": f"worker exited with status {proc.returncode}: {' | '.join(tail)}"}
     return json.loads(result_path.read_text(encoding="utf-8"))
+
+
+def run_rounds(specs: list[EngineSpec], artifacts: dict, datasets: list[dict], cfg: BenchConfig, work: Path,
+               log: Callable[[str], None]) -> dict[str, dict]:
+    """Every engine's worker once per round, `cfg.reps` rounds, each a fresh process with its
+    warm-up and one timed repetition; the rounds' figures are merged per engine. Engines take turns,
+    so a slow minute of a shared machine costs one repetition of one engine (the median drops it)
+    instead of every repetition of whichever engine was running."""
+    merged: dict[str, dict] = {}
+    for round_ in range(1, cfg.reps + 1):
+        for spec in specs:
+            if "error" in merged.get(spec.name, {}):
+                continue
+            log(f"[round {round_}/{cfg.reps}] {spec.name}")
+            raw = run_worker(spec, artifacts, datasets, cfg, work, reps=1)
+            if "error" in raw:
+                log(f"    failed: {raw['error']}")
+                merged[spec.name] = raw
+            elif spec.name not in merged:
+                merged[spec.name] = {**raw, "load_s": [raw["load_s"]]}
+            else:
+                merged[spec.name] = merge_rounds(merged[spec.name], raw)
+    for raw in merged.values():
+        if "error" not in raw:
+            raw["load_s"] = statistics.median(raw["load_s"])
+    return merged
+
+
+def merge_rounds(earlier: dict, new: dict) -> dict:
+    """One engine's worker results of several rounds: timings pooled, the highest peak RSS, the last outputs."""
+    merged = {**new, "load_s": earlier["load_s"] + [new["load_s"]],
+              "peak_rss_kb": max(earlier["peak_rss_kb"], new["peak_rss_kb"]),
+              "ru_maxrss_kb": max(earlier["ru_maxrss_kb"], new["ru_maxrss_kb"]), "datasets": {}}
+    for name, ds in new["datasets"].items():
+        before = earlier["datasets"][name]
+        merged["datasets"][name] = {**ds, "latency_s": before["latency_s"] + ds["latency_s"],
+                                    "throughput_runs": before["throughput_runs"] + ds["throughput_runs"]}
+    return merged
 
 
 def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text: str) -> list[str] | None:
@@ -427,19 +467,20 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
     outputs: dict[str, dict] = {}
     cold_text = datasets[0]["sources"][0]
     cold_commands: dict[str, list[str]] = {}
-    for i, spec in enumerate(chosen, 1):
+    for spec in chosen:
+        if spec.name in skip:
+            log(f"{spec.name}: skipped ({skip[spec.name]})")
+    measured = run_rounds([s for s in chosen if s.name not in skip], artifacts, datasets, cfg, work, log)
+    for spec in chosen:
         entry = {"label": spec.label, "kind": spec.kind, "device": spec.device, "precision": spec.precision,
                  "reference": spec.reference}
         engines[spec.name] = entry
         if spec.name in skip:
             entry.update(status="skipped", note=skip[spec.name])
-            log(f"[{i}/{len(chosen)}] {spec.name}: skipped ({skip[spec.name]})")
             continue
-        log(f"[{i}/{len(chosen)}] {spec.name}: running")
-        raw = run_worker(spec, artifacts, datasets, cfg, work)
+        raw = measured[spec.name]
         if "error" in raw:
             entry.update(status="failed", note=raw["error"])
-            log(f"    failed: {raw['error']}")
             continue
         size, counted = model_size(spec, artifacts)
         entry.update(status="ok", impl=raw.get("impl", ""), load_s=raw["load_s"],

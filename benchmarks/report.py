@@ -39,7 +39,8 @@ def markdown(results: dict) -> str:
         f"- **Versions:** {versions}",
         f"- **Settings:** threads per engine: {s['threads']}; {s['src_lang']}→{s['tgt_lang']}; latency = greedy, "
         f"batch 1, per sentence; throughput = beam {s['beam_size']}, requests of {s['batch_size']} sentences, "
-        f"target tokens/s (median of {s['reps']} runs); {s['warmup']} warm-up translations; "
+        f"target tokens/s; medians of {s['reps']} rounds, each engine a fresh process per round (engines take "
+        f"turns), {s['warmup']} warm-up translations each; "
         f"cold start = median of {s['cold_reps']} fresh processes translating one sentence (beam {s['beam_size']}), "
         "run in rounds across engines after one untimed round (warm file cache and optimized-graph cache)",
         f"- **Date:** {results['created']}",

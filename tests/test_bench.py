@@ -40,7 +40,7 @@ def test_mt_bench_writes_results(tiny_checkpoint, tiny_bundle, data_dir, tmp_pat
     """All CPU engines; the shared tiny bundle is reused (--bundle), the CT2 models are converted."""
     out, work = tmp_path / "results", tmp_path / "work"
     proc = mt_bench(str(tiny_checkpoint), "--bundle", str(tiny_bundle), "--data-dir", str(data_dir),
-                    "--datasets", "tatoeba-dev", "--limit", "3", "--reps", "1", "--warmup", "1", "--cold-reps", "1",
+                    "--datasets", "tatoeba-dev", "--limit", "3", "--reps", "2", "--warmup", "1", "--cold-reps", "1",
                     "--threads", "1", "--engines", ",".join(CPU_ENGINES + GPU_ENGINES),
                     "-o", str(out), "--work-dir", str(work))
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -54,14 +54,15 @@ def test_mt_bench_writes_results(tiny_checkpoint, tiny_bundle, data_dir, tmp_pat
         e = engines[name]
         assert e["status"] == "ok", (name, e.get("note"))
         d = e["datasets"]["tatoeba-dev"]
-        assert d["latency_ms"]["samples"] == 3 and 0 < d["latency_ms"]["p50"] <= d["latency_ms"]["p95"]
-        assert d["throughput_tokens_per_s"] > 0 and len(d["throughput_runs"]) == 1
+        # two rounds, each with its own worker process: 2 x 3 sentences, 2 throughput runs
+        assert d["latency_ms"]["samples"] == 6 and 0 < d["latency_ms"]["p50"] <= d["latency_ms"]["p95"]
+        assert d["throughput_tokens_per_s"] > 0 and len(d["throughput_runs"]) == 2
         assert 0 <= d["bleu_greedy"] <= 100 and 0 <= d["bleu_beam"] <= 100
         assert e["peak_rss_mb"] > 0 and e["model_size_mb"] > 0
         assert e["ratios"]["reference"] == ("ct2-int8" if name.endswith("int8") else "ct2-fp32")
         assert (work / "outputs" / f"{name}.tatoeba-dev.greedy.txt").is_file()
         if e["kind"] != "torch":
-            assert e["cold_start"]["seconds"] > 0, e["cold_start"]
+            assert e["cold_start"]["seconds"] > 0 and len(e["cold_start"]["runs"]) == 1, e["cold_start"]
     assert (work / "ct2" / "int8" / "model.bin").is_file() and not (work / "bundle").exists()
     assert engines["ct2-fp32"]["ratios"]["tatoeba-dev"]["latency_p50"] == pytest.approx(1.0)
     # The harness feeds every engine the same encoder input: PyTorch and CT2 fp32 agree exactly.
