@@ -41,7 +41,9 @@ OPTIMIZATION_LEVELS = {
 class SessionSettings:
     threads: int | None = None            # intra-op threads; None = ORT's default (one per physical core)
     graph_optimization: str = "all"       # "disable" | "basic" | "extended" | "all"
-    memory_arena: bool = True             # ORT's CPU arena: faster repeated allocations, memory is kept
+    # ORT's CPU arena: faster repeated allocations, but memory is kept (off: news beam-32 peak RSS
+    # 262 -> 206 MB, Tatoeba beam 0.93x the speed; benchmarks/PERF_NOTES.md).
+    memory_arena: bool = True
     log_level: int = 3                    # 3 = errors only (ORT warns about unused initializers etc.)
     # Idle intra-op threads busy-wait for the next op by default. On a CPU shared with other work
     # (the usual case on an edge device) that spinning steals the cores the other threads need:
@@ -228,7 +230,8 @@ class OnnxBackend:
         identity = len(rows) == len(state.rows) and np.array_equal(rows, np.arange(len(rows)))
         state.rows = state.rows[rows]
         if not identity:
-            state.past = {k: self._take(v, rows) for k, v in state.past.items()}
+            for name in state.past:      # one tensor at a time: each old one is freed before the next copy
+                state.past[name] = self._take(state.past[name], rows)
 
     # Helpers the IOBinding backend overrides.
 
@@ -251,7 +254,8 @@ class OnnxBackend:
     def _align_cross(self, state: OnnxState) -> None:
         index = first_rows(state.rows, state.cross_rows)
         if index is not None:
-            state.cross = {k: self._take(v, index) for k, v in state.cross.items()}
+            for name in state.cross:
+                state.cross[name] = self._take(state.cross[name], index)
             state.src_mask = np.take(state.src_mask, index, axis=0)
             state.cross_rows = state.rows
 

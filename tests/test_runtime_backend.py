@@ -63,16 +63,16 @@ def test_beam_reorders_do_not_regather_cross_attention_cache(plain):
     state = backend.start(ids, ids != 0)
     backend.select(state, np.repeat([0, 1], 3))              # 3 beams per sentence
     backend.step(state, np.full(6, 2))
-    cross = state.cross
+    cross = state.cross["cross_key_0"]
     backend.select(state, np.array([2, 0, 0, 5, 3, 4]))      # reorder within each sentence
     past = state.past["past_key_0"]
     backend.step(state, np.arange(6) + 10)
-    assert state.cross is cross                              # untouched: no copy
+    assert state.cross["cross_key_0"] is cross               # untouched: no copy
     assert state.past["past_key_0"].shape[2] == past.shape[2] + 1
     backend.select(state, np.array([3, 4, 5]))                # sentence 0 finished
     backend.step(state, np.arange(3) + 10)
-    assert state.cross is not cross and len(state.cross["cross_key_0"]) == 3
-    np.testing.assert_array_equal(state.cross["cross_key_0"], cross["cross_key_0"][3:6])
+    assert state.cross["cross_key_0"] is not cross and len(state.cross["cross_key_0"]) == 3
+    np.testing.assert_array_equal(state.cross["cross_key_0"], cross[3:6])
     np.testing.assert_array_equal(state.src_mask, np.repeat([[True, True, True, False]], 3, axis=0))
 
 
