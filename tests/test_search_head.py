@@ -54,3 +54,31 @@ def test_head_is_the_top_of_the_last_positions_log_softmax(tmp_path, vocab, dtyp
     np.testing.assert_allclose(np.take_along_axis(logp, top_ids, 1), top_logp, atol=1e-4)   # ...and their ids
     assert all(len(set(row)) == k for row in top_ids.tolist())
     np.testing.assert_allclose(eos, logp[:, EOS_ID], atol=1e-4)
+
+
+def test_bundles_without_the_head_still_translate_alike(tiny_bundle, tmp_path):
+    """A bundle exported before the search head: its decoder lacks the head's outputs, the runtime
+    ranks the logits in numpy, and the translations are the same."""
+    import shutil
+
+    import onnx
+
+    from mtkit.runtime import Translator
+
+    old = tmp_path / "old-bundle"
+    shutil.copytree(tiny_bundle, old)
+    model = onnx.load(str(old / "decoder.onnx"))
+    head_outputs = [o for o in model.graph.output if o.name in (bf.TOP_LOGPROBS, bf.TOP_IDS, bf.EOS_LOGPROB)]
+    for output in head_outputs:
+        model.graph.output.remove(output)
+    onnx.save(model, str(old / "decoder.onnx"))
+
+    sentences = ["Ich habe Hunger.", "Wo ist der Bahnhof?", "Tom ist nicht hier."]
+    with_head = Translator(tiny_bundle, variant="fp32", threads=1)
+    without = Translator(old, variant="fp32", threads=1)
+    assert with_head.backend.search_head_k == bf.SEARCH_HEAD_K and without.backend.search_head_k == 0
+    for beam in (1, 4):
+        a = with_head.translate(sentences, to="en", beam_size=beam)
+        b = without.translate(sentences, to="en", beam_size=beam)
+        assert [t.text for t in a] == [t.text for t in b]
+        assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-4)
