@@ -2,8 +2,8 @@
 
 Beam search keeps 2 x beam candidates per row, so it needs a row's few best tokens and their
 log-probabilities, not [B,V] logits. In numpy, log-softmax and a partial sort over the full
-vocabulary were ~40% of an int8 beam step (benchmarks/PERF_NOTES.md); as ONNX ops they cost a
-fraction of that, and only [B,K] arrays leave the graph.
+vocabulary were ~40% of an int8 beam step (benchmarks/PERF_NOTES.md); as ONNX ops (LogSoftmax
+and a two-stage TopK) they cost a fraction of that, and only [B,K] arrays leave the graph.
 
 K is fixed (bundle_format.SEARCH_HEAD_K = 16: enough for beams up to 8; wider beams use the logits).
 The head reads the `logits` output, which stays an output: sampling, n-gram bans and attention
@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.vocab import EOS_ID
 
-PREFERRED_BLOCK = 64       # measured best for V = 16000, K = 16 (32 and 128 were slower)
+PREFERRED_BLOCK = 64       # measured for V = 16000, K = 16: 32 about the same, 128 slower
 MIN_BLOCK = 8              # smaller blocks leave too little for the first stage to skip
 
 
