@@ -299,36 +299,30 @@ def run_rounds(specs: list[EngineSpec], artifacts: dict, datasets: list[dict], c
     warm-up and one timed repetition; the rounds' figures are merged per engine. Engines take turns,
     so a slow minute of a shared machine costs one repetition of one engine (the median drops it)
     instead of every repetition of whichever engine was running."""
-    merged: dict[str, dict] = {}
+    rounds: dict[str, list[dict]] = {spec.name: [] for spec in specs}
     for round_ in range(1, cfg.reps + 1):
         for spec in specs:
-            if "error" in merged.get(spec.name, {}):
+            done = rounds[spec.name]
+            if done and "error" in done[-1]:
                 continue
             log(f"[round {round_}/{cfg.reps}] {spec.name}")
-            raw = run_worker(spec, artifacts, datasets, cfg, work, reps=1)
-            if "error" in raw:
-                log(f"    failed: {raw['error']}")
-                merged[spec.name] = raw
-            elif spec.name not in merged:
-                merged[spec.name] = {**raw, "load_s": [raw["load_s"]]}
-            else:
-                merged[spec.name] = merge_rounds(merged[spec.name], raw)
-    for raw in merged.values():
-        if "error" not in raw:
-            raw["load_s"] = statistics.median(raw["load_s"])
-    return merged
+            done.append(run_worker(spec, artifacts, datasets, cfg, work, reps=1))
+            if "error" in done[-1]:
+                log(f"    failed: {done[-1]['error']}")
+    return {name: done[-1] if "error" in done[-1] else merge_rounds(done) for name, done in rounds.items()}
 
 
-def merge_rounds(earlier: dict, new: dict) -> dict:
-    """One engine's worker results of several rounds: timings pooled, the highest peak RSS, the last outputs."""
-    merged = {**new, "load_s": earlier["load_s"] + [new["load_s"]],
-              "peak_rss_kb": max(earlier["peak_rss_kb"], new["peak_rss_kb"]),
-              "ru_maxrss_kb": max(earlier["ru_maxrss_kb"], new["ru_maxrss_kb"]), "datasets": {}}
-    for name, ds in new["datasets"].items():
-        before = earlier["datasets"][name]
-        merged["datasets"][name] = {**ds, "latency_s": before["latency_s"] + ds["latency_s"],
-                                    "throughput_runs": before["throughput_runs"] + ds["throughput_runs"]}
-    return merged
+def merge_rounds(rounds: list[dict]) -> dict:
+    """One engine's worker results of several rounds: timings pooled, the median load time, the
+    highest peak RSS, the last round's outputs."""
+    last = rounds[-1]
+    pooled = lambda name, key: [x for r in rounds for x in r["datasets"][name][key]]   # noqa: E731
+    return {**last, "load_s": statistics.median(r["load_s"] for r in rounds),
+            "peak_rss_kb": max(r["peak_rss_kb"] for r in rounds),
+            "ru_maxrss_kb": max(r["ru_maxrss_kb"] for r in rounds),
+            "datasets": {name: {**ds, "latency_s": pooled(name, "latency_s"),
+                                "throughput_runs": pooled(name, "throughput_runs")}
+                         for name, ds in last["datasets"].items()}}
 
 
 def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text: str) -> list[str] | None:

@@ -223,8 +223,7 @@ class OnnxBackend:
     def step_top(self, state: OnnxState, tokens: np.ndarray):
         """A step through the graph's search head: each row's `search_head_k` best log-probs (best
         first), their token ids and EOS's log-prob [N]."""
-        logp, ids, eos = self._run(state, tokens, [bf.TOP_LOGPROBS, bf.TOP_IDS, bf.EOS_LOGPROB])
-        return logp.astype(np.float32, copy=False), ids, eos.astype(np.float32, copy=False)
+        return tuple(self._run(state, tokens, [bf.TOP_LOGPROBS, bf.TOP_IDS, bf.EOS_LOGPROB]))   # float32 in every variant
 
     def select(self, state: OnnxState, rows: np.ndarray) -> None:
         identity = len(rows) == len(state.rows) and np.array_equal(rows, np.arange(len(rows)))

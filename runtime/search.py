@@ -86,12 +86,18 @@ def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOpti
     if width <= getattr(backend, "search_head_k", 0) and not opts.return_attention and opts.no_repeat_ngram_size <= 0:
         logp, ids, eos = backend.step_top(state, tokens)
         return ids[:, :width], logp[:, :width], eos, None
+    logp, attn = step_logprobs(backend, state, tokens, opts, histories)
+    ids, top_logp = top_tokens(logp, width)
+    return ids, top_logp, logp[:, EOS_ID], attn
+
+
+def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, histories):
+    """One decoder step's full log-probabilities [N,V], n-gram bans applied, and the cross-attention."""
     logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
     logp = log_softmax(logits)
     if opts.no_repeat_ngram_size > 0:
         ban_repeated_ngrams(logp, histories(), opts.no_repeat_ngram_size)
-    ids, top_logp = top_tokens(logp, width)
-    return ids, top_logp, logp[:, EOS_ID], attn
+    return logp, attn
 
 
 def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
@@ -159,13 +165,12 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[
     step = 0
     while active.size:
         step += 1
+        active_histories = lambda: [histories[i] for i in active]   # noqa: E731
         if pick is None:
-            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, lambda: [histories[i] for i in active])
+            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, active_histories)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
         else:
-            logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
-            logp = log_softmax(logits)
-            ban_repeated_ngrams(logp, [histories[i] for i in active], opts.no_repeat_ngram_size)
+            logp, attn = step_logprobs(backend, state, tokens, opts, active_histories)
             chosen = pick(logp)
             chosen_logp, eos = logp[np.arange(len(active)), chosen], logp[:, EOS_ID]
         out_of_length = step >= limits[active]             # close the sentence: EOS, scored as EOS
