@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mtkit.runtime.decode_options import DecodeOptions
+
 from .engines import CPU_ENGINES, ENGINES, GPU_ENGINES, EngineSpec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,7 +50,7 @@ class BenchConfig:
     checkpoint: Path
     out_dir: Path | None = None               # default: benchmarks/results/<machine>/
     work_dir: Path | None = None              # default: <checkpoint-stem>-bench next to the checkpoint
-    data_dir: Path | None = None              # default: $MT_DATA_DIR, else <repo>/../shared/data
+    data_dir: Path | None = None              # default: mtkit.runtime.data_dir.default_data_dir()
     datasets: list[str] = field(default_factory=lambda: list(DATASETS))
     src_lang: str = "de"
     tgt_lang: str = "en"
@@ -56,7 +58,7 @@ class BenchConfig:
     threads: int = 2
     reps: int = 3
     warmup: int = 3
-    beam_size: int = 4
+    beam_size: int = DecodeOptions.beam_size
     batch_size: int = 32
     cold_reps: int = 3
     engines: list[str] | None = None          # default: the CPU engines, plus the GPU ones with CUDA
@@ -127,22 +129,17 @@ def machine_slug(info: dict) -> str:
 
 # ----- data ---------------------------------------------------------------------------------------
 
-def default_data_dir() -> Path:
-    return Path(os.environ.get("MT_DATA_DIR") or REPO.parent / "shared" / "data")
-
-
-def load_dataset(data_dir: Path, name: str, src: str, tgt: str, limit: int) -> dict:
+def load_dataset(data_dir: Path | None, name: str, src: str, tgt: str, limit: int) -> dict:
+    from mtkit.runtime.data_dir import corpus_file
     from mtkit.train.data import DataError, read_parallel
 
     if name not in DATASETS:
         raise BenchError(f"unknown test set {name!r} (known: {', '.join(DATASETS)})")
+    try:
+        paths = [corpus_file(data_dir, DATASETS[name], lang) for lang in (src, tgt)]
+    except FileNotFoundError as e:
+        raise BenchError(f"test set {name!r}: {e}") from None
     prefix = Path(data_dir) / DATASETS[name]
-    paths = []
-    for lang in (src, tgt):
-        gz, plain = prefix.with_name(f"{prefix.name}.{lang}.gz"), prefix.with_name(f"{prefix.name}.{lang}")
-        if not gz.is_file() and not plain.is_file():
-            raise BenchError(f"{gz}: no such file (test set {name!r}, language {lang!r}; set --data-dir or MT_DATA_DIR)")
-        paths.append(gz if gz.is_file() else plain)
     try:
         pairs = [(s, t) for s, t in read_parallel(*paths) if s.strip() and t.strip()]
     except DataError as e:
@@ -423,6 +420,7 @@ def select_engines(cfg: BenchConfig) -> tuple[list[EngineSpec], dict[str, str], 
 
 def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
     """Run everything; write results.json/.md/.png; return the results and the output directory."""
+    from mtkit.runtime.data_dir import default_data_dir
     from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 
     from . import report
@@ -444,7 +442,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
         raise BenchError(f"{cfg.checkpoint}: the model cannot translate into {cfg.tgt_lang!r} "
                          f"(its target languages: {', '.join(tags)})")
     del ckpt
-    data_dir = Path(cfg.data_dir) if cfg.data_dir else default_data_dir()
+    data_dir = Path(cfg.data_dir) if cfg.data_dir else default_data_dir()       # None: load_dataset says what to do
     datasets = [load_dataset(data_dir, name, cfg.src_lang, cfg.tgt_lang, cfg.limit) for name in cfg.datasets]
 
     machine = machine_info()

@@ -1,4 +1,8 @@
-"""`mt-bench`: one checkpoint through PyTorch, ONNX Runtime and CTranslate2, speed side by side."""
+"""`mt-bench`: one checkpoint through PyTorch, ONNX Runtime and CTranslate2, speed side by side.
+
+Needs the `train` and `bench` extras (torch, ctranslate2) and onnxruntime; `--help` and `--version`
+work without them. Exit status: 0 done, 1 error (or an engine failed), 2 usage, 130 interrupted.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +10,44 @@ from pathlib import Path
 
 import click
 
+from mtkit.runtime.cli_options import DATA_DIR
+from mtkit.runtime.cli_support import CommandError, command, require
+from mtkit.runtime.decode_options import DecodeOptions
+
 from .bench import DATASETS, BenchConfig, BenchError, run_benchmark
 from .engines import ENGINES
+
+EPILOG = "Exit status: 0 done, 1 error or an engine failed, 2 usage, 130 interrupted."
+# What each kind of engine imports (all of them need torch: mt-bench exports the checkpoint itself).
+MODULES = {"torch": "torch", "ort": "onnxruntime", "ct2": "ctranslate2"}
 
 
 def _names(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@command("mt-bench", epilog=EPILOG)
 @click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Results directory (default: benchmarks/results/<machine>/).")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=None,
               help="Where the bundle, CT2 models, outputs and worker files go (default: <checkpoint-stem>-bench "
                    "next to the checkpoint; reused while newer than the checkpoint).")
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="Parallel data root (default: $MT_DATA_DIR, else <repo>/../shared/data).")
+@DATA_DIR
 @click.option("--datasets", default=",".join(DATASETS), show_default=True,
               help=f"Comma-separated test sets ({', '.join(DATASETS)}).")
-@click.option("--src", "src_lang", default="de", show_default=True, help="Source language.")
-@click.option("--tgt", "tgt_lang", default="en", show_default=True, help="Target language.")
+@click.option("--from", "src_lang", default="de", show_default=True, metavar="LANG",
+              help="Source language of the test sets.")
+@click.option("--to", "tgt_lang", default="en", show_default=True, metavar="LANG",
+              help="Target language of the test sets.")
 @click.option("--limit", type=click.IntRange(0), default=200, show_default=True,
               help="Sentences per test set (0 = all).")
 @click.option("--threads", type=click.IntRange(1), default=2, show_default=True, help="Threads per engine.")
 @click.option("--reps", type=click.IntRange(1), default=3, show_default=True, help="Timed repetitions.")
 @click.option("--warmup", type=click.IntRange(0), default=3, show_default=True,
               help="Untimed warm-up translations before timing.")
-@click.option("--beam-size", type=click.IntRange(1), default=4, show_default=True, help="Beam for throughput.")
+@click.option("--beam-size", type=click.IntRange(1), default=DecodeOptions.beam_size, show_default=True,
+              help="Beam for throughput.")
 @click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True,
               help="Sentences per request for throughput.")
 @click.option("--cold-reps", type=click.IntRange(1), default=3, show_default=True,
@@ -52,6 +66,8 @@ def main(checkpoint, out_dir, work_dir, data_dir, datasets, src_lang, tgt_lang, 
          beam_size, batch_size, cold_reps, engines, bundle, ct2_dir, rebuild, timeout, machine_name):
     """Benchmark CHECKPOINT (a .pt from mt-train) on every engine, with the same sentences and settings;
     write results.json, results.md and results.png."""
+    names = _names(engines) if engines else list(ENGINES)
+    require("torch", *sorted({MODULES[ENGINES[n].kind] for n in names if n in ENGINES}))
     cfg = BenchConfig(checkpoint=checkpoint, out_dir=out_dir, work_dir=work_dir, data_dir=data_dir,
                       datasets=_names(datasets), src_lang=src_lang, tgt_lang=tgt_lang, limit=limit,
                       threads=threads, reps=reps, warmup=warmup, beam_size=beam_size, batch_size=batch_size,
@@ -60,13 +76,11 @@ def main(checkpoint, out_dir, work_dir, data_dir, datasets, src_lang, tgt_lang, 
     try:
         results, out = run_benchmark(cfg, log=lambda message: click.echo(message, err=True))
     except BenchError as e:
-        raise click.ClickException(str(e)) from None
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
+        raise CommandError(str(e)) from None
     failed = [n for n, e in results["engines"].items() if e["status"] == "failed"]
     click.echo(f"results: {out}/results.md (.json, .png)")
     if failed:
-        raise click.ClickException(f"engine(s) failed: {', '.join(failed)} (see {out}/results.md)")
+        raise CommandError(f"engine(s) failed: {', '.join(failed)} (see {out}/results.md)")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ def source_tokens(sp, text: str, target_lang: str, max_len: int) -> list[str]:
 
 
 def max_decoding_length(source_len: int, opts: DecodeOptions) -> int:
-    """CT2's `max_decoding_length` matching `search.max_lengths` for a source of `source_len` tokens.
+    """CT2's `max_decoding_length` matching `search.max_lengths` for a source of `source_len` tokens
+    (`opts` capped by the model, `DecodeOptions.for_model`).
 
     Our search forces EOS at step `limit`, so at most limit - 1 real tokens come out; CT2 stops
     after `max_decoding_length` tokens, so limit - 1 gives the same cut. (One difference remains at
@@ -66,14 +67,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--compute-type", default="default")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--beam-size", type=int, default=DecodeOptions.beam_size)
     args = parser.parse_args(argv)
 
     info = read_info(args.model_dir)
     sp = spm.SentencePieceProcessor(model_file=str(args.model_dir / TOKENIZER_FILE))
     translator = ctranslate2.Translator(str(args.model_dir), device=args.device, compute_type=args.compute_type,
                                        intra_threads=args.threads)
-    opts = DecodeOptions(beam_size=args.beam_size, max_length=info["max_positions"])
+    opts = DecodeOptions(beam_size=args.beam_size).for_model(info["max_positions"])
     sources = [source_tokens(sp, t, args.to, info["max_positions"]) for t in args.text]
     results = translator.translate_batch(sources, **translate_options(opts, max(map(len, sources))))
     for r in results:

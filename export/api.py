@@ -18,6 +18,7 @@ import onnxruntime as ort
 import sentencepiece as spm
 
 from mtkit.runtime import bundle_format as bf
+from mtkit.runtime import checksums
 from mtkit.train.checkpoint import load_model
 
 from . import bundle, graphs, optimize, parity, variants
@@ -138,6 +139,7 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
             config.parity = {"file": bf.PARITY_FILE, "passed": report["passed"],
                              **{v: _summary(r) for v, r in report["variants"].items()}}
             (staging / bf.PARITY_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            config.files = checksums.manifest(staging)   # last: every other file is written
             config.save(staging)
             bf.BundleConfig.load(staging)  # what we wrote must read back
         files = {p.name: p.stat().st_size for p in sorted(staging.iterdir())}
@@ -155,7 +157,8 @@ def _entry(variant: str, precision: str, optimizations: dict) -> dict:
 
 
 def _summary(report: dict) -> dict:
-    keys = ("max_abs_logit_diff", "greedy_match_rate", "beam_match_rate", "bleu", "bleu_delta_vs_fp32", "run")
+    keys = ("max_abs_logit_diff", "greedy_match_rate", "beam_match_rate", "greedy_differences", "beam_differences",
+            "bleu", "bleu_delta_vs_fp32", "run")
     return {k: report[k] for k in keys if k in report}
 
 

@@ -1,7 +1,8 @@
 """mt-export: turn a training checkpoint into a model bundle for the torch-free runtime.
 
-Exit status: 0 written, 1 error (checkpoint, output, arguments, invalid graph), 3 parity failed
-(in both failure cases nothing is left at the output path), 130 interrupted.
+Exit status: 0 written, 1 error (checkpoint, output, arguments, invalid graph), 2 usage, 3 parity
+failed (in both failure cases nothing is left at the output path), 130 interrupted. torch and rich
+are imported once an export starts, so `--help` and `--version` work without the `train` extra.
 """
 
 from __future__ import annotations
@@ -10,27 +11,21 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from mtkit.train.checkpoint import CheckpointError
+from mtkit.runtime.cli_support import CommandError, command
 
-from .api import export_bundle, target_path
-from .bundle import ExportError
-from .graphs import DEFAULT_OPSET
-from .parity import ParityError
-from .ship import ship_bundle
+EPILOG = "Exit status: 0 written, 1 error, 2 usage, 3 parity failed, 130 interrupted."
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@command("mt-export", epilog=EPILOG)
 @click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=None,
               help="Bundle directory to write (default: <checkpoint-stem>-bundle next to the checkpoint).")
 @click.option("--quantize", type=click.Choice(["int8"]), default=None, help="Also write dynamic int8 graphs.")
 @click.option("--fp16", is_flag=True, help="Also write fp16 graphs (for the CUDA provider).")
-@click.option("--opset", type=click.IntRange(17, 23), default=DEFAULT_OPSET, show_default=True,
-              help="ONNX opset to export with (17+: LayerNormalization is one op).")
+@click.option("--opset", type=click.IntRange(17, 23), default=None,
+              help="ONNX opset to export with (17+: LayerNormalization is one op; default: the one the exporter "
+                   "is tested with).")
 @click.option("--parity-data", type=click.Path(path_type=Path), default=None,
               help="Sentences for the parity check: one source per line, or TSV source<TAB>reference "
                    "(default: the checkpoint's dev set).")
@@ -46,6 +41,18 @@ from .ship import ship_bundle
 def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_sentences, force, archive, ship):
     """Export CHECKPOINT (a .pt written by mt-train) to ONNX graphs, tokenizer, config.json and a
     parity report, checked against the PyTorch model before anything is written."""
+    if ship and (archive or fp16):
+        raise click.UsageError("--ship writes a directory with int8 graphs; drop --archive / --fp16")
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from mtkit.train.checkpoint import CheckpointError
+
+    from .api import export_bundle, target_path
+    from .bundle import ExportError
+    from .parity import ParityError
+    from .ship import ship_bundle
+
     console = Console(stderr=True)
     target = target_path(checkpoint, out, archive)
     progress = Progress(SpinnerColumn(finished_text="[green]✓"), TextColumn("{task.description}"),
@@ -60,18 +67,15 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
 
     try:
         with progress:
-            if ship and (archive or fp16):
-                raise ExportError("--ship writes a directory with int8 graphs; drop --archive / --fp16")
-            options = dict(opset=opset, parity_data=parity_data, force=force, target_lang=target_lang,
-                           max_sentences=max_sentences, progress=step)
+            options = dict(parity_data=parity_data, force=force, target_lang=target_lang,
+                           max_sentences=max_sentences, progress=step, **({"opset": opset} if opset else {}))
             if ship:
                 report = ship_bundle(checkpoint, target, **options)
             else:
                 report = export_bundle(checkpoint, out, quantize=quantize, fp16=fp16, archive=archive, **options)
             progress.update(tasks[-1], completed=1, total=1)
     except (CheckpointError, ExportError) as e:
-        console.print(f"[red]error:[/] {e}", highlight=False)
-        sys.exit(1)
+        raise CommandError(str(e)) from None
     except ParityError as e:
         if e.report:
             console.print(parity_table(e.report))
@@ -86,7 +90,9 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
     console.print(f"[green]bundle written:[/] {report.path}", highlight=False)
 
 
-def files_table(report) -> Table:
+def files_table(report):
+    from rich.table import Table
+
     table = Table(title="bundle files")
     table.add_column("file")
     table.add_column("size", justify="right")
@@ -96,10 +102,13 @@ def files_table(report) -> Table:
     return table
 
 
-def parity_table(parity: dict) -> Table:
+def parity_table(parity: dict):
+    from rich.table import Table
+
     table = Table(title=f"parity on {parity['sentences']} sentences ({parity['source']}, into {parity['target_lang']}); "
                         f"PyTorch BLEU {fmt(parity['pytorch_bleu'])}")
-    # "same": share of sentences whose output equals PyTorch's token for token; Δ BLEU is vs fp32.
+    # "same": share of sentences whose output equals PyTorch's token for token, with the number that
+    # differ beyond a near-tie in brackets (see runtime/agreement.py); Δ BLEU is vs fp32.
     for column in ("variant", "max |Δ logit|", "greedy same", f"beam-{parity['beam_size']} same", "BLEU", "Δ BLEU"):
         table.add_column(column, justify="left" if column == "variant" else "right")
     for variant, r in parity["variants"].items():
@@ -107,8 +116,9 @@ def parity_table(parity: dict) -> Table:
             table.add_row(variant, "[dim]not run", "", "", "", "", end_section=False)
             continue
         diff = r["max_abs_logit_diff"]
-        table.add_row(variant, f"{diff:.2e}", f"{r['greedy_match_rate']:.0%}", f"{r['beam_match_rate']:.0%}",
-                      fmt(r["bleu"]), fmt(r.get("bleu_delta_vs_fp32"), signed=True))
+        same = [f"{r[f'{s}_match_rate']:.0%}" + (f" ({len(r[f'{s}_differences'])} real)" if r.get(f"{s}_differences") else "")
+                for s in ("greedy", "beam")]
+        table.add_row(variant, f"{diff:.2e}", *same, fmt(r["bleu"]), fmt(r.get("bleu_delta_vs_fp32"), signed=True))
     return table
 
 

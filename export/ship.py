@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from mtkit.runtime import bundle_format as bf
+from mtkit.runtime import checksums
 from mtkit.train.checkpoint import load_checkpoint, save_checkpoint
 
 from .api import BundleReport, export_bundle
@@ -48,6 +49,7 @@ def ship_bundle(checkpoint: Path, out: Path, force: bool = False, **export_optio
         "dropped_variants": ["fp32"],
         "rebuild": f"mt-export {out.name}/{SHIPPED_CHECKPOINT} --quantize int8 --fp16 -o {out.name}-full",
     }
+    config.files = checksums.manifest(out)   # the checkpoint added, the fp32 graphs gone
     config.save(out)
     report.files = {p.name: p.stat().st_size for p in sorted(out.iterdir())}
     report.config = config

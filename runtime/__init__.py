@@ -1,14 +1,15 @@
 """Torch-free runtime: ONNX Runtime + numpy + SentencePiece.
 
-    from mtkit.runtime import Translator
+    from mtkit.runtime import DecodeOptions, Translator
     Translator().translate("Guten Morgen")[0].text
+    Translator().translate(["Good morning"], to="de", options=DecodeOptions(beam_size=1))
 
 The public names load lazily, so `import mtkit.runtime.vocab` (used by training) stays cheap.
 """
 
 _EXPORTS = {
     "Translator": "translator", "Translation": "translator", "Hypothesis": "translator", "Alignment": "translator",
-    "LongInputWarning": "translator",
+    "LongInputWarning": "translator", "DecodeOptions": "decode_options", "OptionError": "decode_options",
     "TranslationError": "errors", "ModelLoadError": "errors", "ProviderError": "errors",
     "BundleError": "bundle_format", "BundleConfig": "bundle_format",
     "default_model": "bundle",

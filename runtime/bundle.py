@@ -1,8 +1,9 @@
 """Finding, unpacking and checking a bundle on disk (the format itself is `bundle_format.py`).
 
-`resolve_model` turns what the user gave (a directory, a .tar.gz / .zip archive, or nothing) into
-a bundle directory; `check_files` makes sure everything the runtime will open is there, so that a
-broken bundle fails at load time with the name of the file at fault.
+`resolve_model` turns what the user gave (a directory, a .tar.gz / .zip archive, a model name, or
+nothing) into a bundle directory; `variant_files` and `load_tokenizer` make sure what the runtime
+will open is there and has its recorded size, so that a broken bundle fails at load time with
+the name of the file at fault.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ import zipfile
 from pathlib import Path
 
 from . import bundle_format as bf
+from . import model_store
 from .bundle_format import BundleConfig, BundleError
+from .checksums import check_size
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"   # the shipped models, next to the package source
+# The shipped models, next to the package source: the checkout's models/, or mtkit/models/ in the
+# installed wheel, which carries the default model as package data.
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
 
 def is_archive(path: Path) -> bool:
@@ -30,29 +35,64 @@ def is_bundle_dir(path: Path) -> bool:
     return (path / bf.CONFIG_FILE).is_file()
 
 
+def archive_stem(name: str) -> str:
+    """"de-en.tar.gz" -> "de-en"."""
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def shipped_models() -> dict[str, Path]:
+    """name -> bundle under MODELS_DIR: directories first, then archives, each by name."""
+    if not MODELS_DIR.is_dir():
+        return {}
+    entries = sorted(MODELS_DIR.iterdir())
+    found = {p.name: p for p in entries if p.is_dir() and is_bundle_dir(p)}
+    for p in entries:
+        if p.is_file() and is_archive(p):
+            found.setdefault(archive_stem(p.name), p)
+    return found
+
+
+def find_model(name: str) -> Path | None:
+    """The model called `name`: one installed with `mt-models install` first (so a user's copy wins),
+    then a shipped one."""
+    return model_store.installed_models().get(name) or shipped_models().get(name)
+
+
 def default_model() -> Path:
-    """The model used when none is given: $MT_MODEL, else the first bundle under the repository's
-    `models/` directory (directories before archives, by name)."""
+    """The model used when none is given: $MT_MODEL (a path or a name), else the first shipped model
+    (`shipped_models`)."""
     env = os.environ.get("MT_MODEL")
     if env:
         return Path(env).expanduser()
-    if MODELS_DIR.is_dir():
-        entries = sorted(MODELS_DIR.iterdir())
-        for p in entries:
-            if p.is_dir() and is_bundle_dir(p):
-                return p
-        for p in entries:
-            if p.is_file() and is_archive(p):
-                return p
+    shipped = shipped_models()
+    if shipped:
+        return next(iter(shipped.values()))
     raise BundleError(f"no model given and none installed: {MODELS_DIR} holds no bundle and MT_MODEL is not set; "
-                      "pass a bundle directory or archive with -m (or path= in the API)")
+                      "pass a bundle directory or archive with -m (or path= in the API), or the name of a model "
+                      "installed with mt-models install")
+
+
+def locate(model: str | Path) -> Path:
+    """A path that exists, else the model of that name (`find_model`)."""
+    path = Path(model).expanduser()
+    if path.exists():
+        return path
+    if model_store.is_model_name(str(model)):
+        found = find_model(str(model))
+        if found is not None:
+            return found
+        raise BundleError(f"{model}: no such file or directory, nor a model of that name in "
+                          f"{model_store.models_dir()} or {MODELS_DIR} (mt-models list shows the models)")
+    raise BundleError(f"{path}: no such file or directory")
 
 
 def resolve_model(path: str | Path | None) -> Path:
-    """The bundle directory for a directory, an archive (unpacked once into a cache) or None (default)."""
-    path = default_model() if path is None else Path(path).expanduser()
-    if not path.exists():
-        raise BundleError(f"{path}: no such file or directory")
+    """The bundle directory for a directory, an archive (unpacked once into a cache), a model name, or
+    None (the default model)."""
+    path = locate(default_model() if path is None else path)
     if path.is_dir():
         if not is_bundle_dir(path):
             raise BundleError(f"{path / bf.CONFIG_FILE}: missing; is {path} a model bundle written by mt-export?")
@@ -71,48 +111,52 @@ def cache_dir() -> Path:
     return Path(root) / "bundles"
 
 
+def extract_archive(archive: Path, dest: Path) -> None:
+    """Unpack a .tar(.gz) or .zip (told apart by content) into `dest`, refusing paths that leave it."""
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as z:
+                for member in z.namelist():   # refuse absolute paths and "..", as tarfile's data filter does
+                    if member.startswith("/") or ".." in Path(member).parts:
+                        raise BundleError(f"{archive}: unsafe path in archive: {member}")
+                z.extractall(dest)
+        else:
+            with tarfile.open(archive) as t:
+                t.extractall(dest, filter="data")
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
+        raise BundleError(f"{archive}: cannot unpack ({type(e).__name__}: {e})") from None
+
+
+def find_bundle(root: Path, source: Path | str) -> Path:
+    """The bundle in an unpacked archive: its root, or the first directory holding a config.json."""
+    if is_bundle_dir(root):
+        return root
+    found = sorted(p.parent for p in root.rglob(bf.CONFIG_FILE))
+    if not found:
+        raise BundleError(f"{source}: no {bf.CONFIG_FILE} inside; is this a model bundle written by mt-export?")
+    return found[0]
+
+
 def unpack_archive(archive: Path) -> Path:
     """Unpack `archive` under the cache, keyed by its path, size and mtime, and return the bundle directory
     inside it. Unpacking goes to a temporary directory first, so an interrupted run leaves no half bundle."""
     archive = archive.resolve()
     st = archive.stat()
     key = hashlib.sha256(f"{archive}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    name = archive.name
-    for suffix in ARCHIVE_SUFFIXES:
-        if name.lower().endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    target = cache_dir() / f"{name}-{key}"
+    target = cache_dir() / f"{archive_stem(archive.name)}-{key}"
     if not target.is_dir():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
         try:
-            if archive.name.lower().endswith(".zip"):
-                with zipfile.ZipFile(archive) as z:
-                    for member in z.namelist():   # refuse absolute paths and "..", as tarfile's data filter does
-                        if member.startswith("/") or ".." in Path(member).parts:
-                            raise BundleError(f"{archive}: unsafe path in archive: {member}")
-                    z.extractall(tmp)
-            else:
-                with tarfile.open(archive) as t:
-                    t.extractall(tmp, filter="data")
+            extract_archive(archive, tmp)
             try:
                 tmp.rename(target)
             except OSError:          # another process unpacked it first
                 shutil.rmtree(tmp, ignore_errors=True)
-        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise BundleError(f"{archive}: cannot unpack ({type(e).__name__}: {e})") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    # The bundle is the archive's root or its single top-level directory.
-    if is_bundle_dir(target):
-        return target
-    found = sorted(p.parent for p in target.rglob(bf.CONFIG_FILE))
-    if not found:
-        raise BundleError(f"{archive}: no {bf.CONFIG_FILE} inside; is this a model bundle written by mt-export?")
-    return found[0]
+    return find_bundle(target, archive)
 
 
 def available_variants(directory: Path, config: BundleConfig) -> list[str]:
@@ -121,16 +165,16 @@ def available_variants(directory: Path, config: BundleConfig) -> list[str]:
 
 
 def variant_files(directory: Path, config: BundleConfig, variant: str) -> tuple[Path, Path]:
-    """(encoder, decoder) paths of a variant, as named in config.json (default: `bf.graph_file`)."""
+    """(encoder, decoder) paths of a variant, each present and of its recorded size."""
     if variant not in config.variants:
         raise BundleError(f"{directory / bf.CONFIG_FILE}: no {variant!r} variant in this bundle "
                           f"(it has: {', '.join(available_variants(directory, config)) or 'none'})")
-    entry = config.variants[variant] or {}
-    encoder = directory / entry.get("encoder", bf.graph_file("encoder", variant))
-    decoder = directory / entry.get("decoder", bf.graph_file("decoder", variant))
-    for p in (encoder, decoder):
-        if not p.is_file():
-            raise BundleError(f"{p}: missing (listed as the {variant} variant in {bf.CONFIG_FILE})")
+    names = bf.variant_graphs(variant, config.variants[variant])
+    for name in names:
+        if not (directory / name).is_file():
+            raise BundleError(f"{directory / name}: missing (listed as the {variant} variant in {bf.CONFIG_FILE})")
+        check_size(directory, config, name)
+    encoder, decoder = (directory / name for name in names)
     return encoder, decoder
 
 
@@ -141,6 +185,7 @@ def load_tokenizer(directory: Path, config: BundleConfig):
     path = directory / config.tokenizer
     if not path.is_file():
         raise BundleError(f"{path}: missing (the bundle's SentencePiece tokenizer)")
+    check_size(directory, config, config.tokenizer)
     sp = spm.SentencePieceProcessor()
     try:
         sp.Load(str(path))

@@ -9,6 +9,10 @@ A bundle is a directory (or a .tar.gz / .zip of one) holding:
     encoder.int8.onnx / decoder.int8.onnx, encoder.fp16.onnx / ...   optional variants
     parity.json        the export's parity report
 
+config.json's "files" records every other file's sha256 and size ({name: {"sha256", "bytes"}}):
+loading checks the sizes of the files it opens, `mt-models verify` every checksum (`checksums.py`).
+Bundles exported before checksums have no "files" and load without these checks.
+
 Graphs (B batch, S source length, T new target positions, P past length, H heads, Dh head dim):
 
     encoder  in : src_ids int64[B,S], src_mask bool[B,S] (True = real token)
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 SCHEMA_VERSION = 1
 
@@ -45,6 +49,12 @@ def graph_file(graph: str, variant: str) -> str:
     """encoder/decoder file name of a precision variant: fp32 has no suffix."""
     assert graph in ("encoder", "decoder") and variant in VARIANTS
     return f"{graph}.onnx" if variant == "fp32" else f"{graph}.{variant}.onnx"
+
+
+def variant_graphs(variant: str, entry: dict | None) -> tuple[str, str]:
+    """(encoder, decoder) file names of a variant, as its config.json entry names them (default: `graph_file`)."""
+    entry = entry or {}
+    return entry.get("encoder", graph_file("encoder", variant)), entry.get("decoder", graph_file("decoder", variant))
 
 
 # Tensor names.
@@ -106,6 +116,20 @@ class BundleError(Exception):
     """A bundle that cannot be used; the message names the file at fault."""
 
 
+def parse_files(files: dict) -> dict[str, dict]:
+    """config.json's "files", checked: relative paths inside the bundle, a hex sha256 and a size each."""
+    parsed = {}
+    for name, entry in dict(files).items():
+        path = PurePosixPath(name)
+        if path.is_absolute() or ".." in path.parts or name == CONFIG_FILE:
+            raise ValueError(f"files: {name!r} is not a file inside the bundle")
+        sha256, size = str(entry["sha256"]), int(entry["bytes"])
+        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256) or size < 0:
+            raise ValueError(f"files: {name!r} has no valid sha256 and size")
+        parsed[name] = {"sha256": sha256, "bytes": size}
+    return parsed
+
+
 @dataclass
 class BundleConfig:
     """`config.json`, parsed. Unknown keys are kept in `extra` so a round trip loses nothing."""
@@ -125,6 +149,7 @@ class BundleConfig:
     tokenizer: str = TOKENIZER_FILE
     provenance: dict = field(default_factory=dict)
     parity: dict = field(default_factory=dict)
+    files: dict[str, dict] = field(default_factory=dict)   # name -> {"sha256", "bytes"}; {} = not recorded
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)
 
@@ -143,6 +168,7 @@ class BundleConfig:
             "variants": self.variants,
             "provenance": self.provenance,
             "parity": self.parity,
+            "files": self.files,
             **self.extra,
         }
 
@@ -157,7 +183,7 @@ class BundleConfig:
         try:
             model = data["model"]
             known = {"schema_version", "model", "special_ids", "language_tags", "directions",
-                     "tokenizer", "tensors", "variants", "provenance", "parity"}
+                     "tokenizer", "tensors", "variants", "provenance", "parity", "files"}
             return cls(
                 **{k: int(model[k]) for k in cls.MODEL_KEYS},
                 special_ids={k: int(v) for k, v in data["special_ids"].items()},
@@ -168,6 +194,8 @@ class BundleConfig:
                 tokenizer=data.get("tokenizer", TOKENIZER_FILE),
                 provenance=dict(data.get("provenance", {})),
                 parity=dict(data.get("parity", {})),
+                # Older bundles have no "files": no checksums to check, same schema otherwise.
+                files=parse_files(data.get("files", {})),
                 schema_version=version,
                 extra={k: v for k, v in data.items() if k not in known},
             )

@@ -1,26 +1,94 @@
-"""What the runtime's command-line tools share: error exits and the interrupt / broken-pipe handling."""
+"""What all six commands share: exit codes, --version, and no traceback for what the user can fix.
+
+Exit status: 0 done, 1 error, 2 usage (a bad flag or argument), 130 interrupted (Ctrl-C), and the
+special ones a command documents (mt-export: 3 parity failed; mt-train: 3 training diverged).
+A missing optional dependency (onnxruntime, torch, ...) is one line naming the extra to install.
+A closed pipe (`| head`) ends quietly with 0. Only click is imported here: `--help` and
+`--version` work without any extra installed.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+
+import click
+
+import mtkit
+
+# The extra that installs each optional module (top-level import name -> pip requirement).
+EXTRAS = {
+    "onnxruntime": "'mtkit[cpu]' (or 'mtkit[gpu]' for CUDA)",
+    "torch": "'mtkit[train]'",
+    "onnx": "'mtkit[train]'",
+    "ctranslate2": "'mtkit[bench]'",
+    "matplotlib": "'mtkit[train]' (or 'mtkit[bench]')",
+}
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
-def exit_with_error(prog: str, message: str, code: int = 1):
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    sys.exit(code)
+class CommandError(click.ClickException):
+    """An error the user can fix, shown as `PROG: error: MESSAGE` with exit status 1."""
 
 
-def run_command(prog: str, run: Callable, args) -> None:
-    """Run a command: Ctrl-C exits 130 without a traceback, and a closed pipe (`| head`) exits quietly."""
-    try:
-        run(args)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except BrokenPipeError:
-        # Point stdout at /dev/null so Python does not complain again while exiting.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
+def missing_extra(error: ImportError) -> str | None:
+    """The line to show for an optional module that is not installed, or None for any other ImportError."""
+    name = (error.name or "").split(".")[0]
+    if isinstance(error, ModuleNotFoundError) and name in EXTRAS:
+        return f"{name} is not installed; install it with: pip install {EXTRAS[name]}"
+    return None
+
+
+def require(*modules: str) -> None:
+    """Fail now if an optional module is missing (the line `Command` prints for it). Looked up, not
+    imported, so a command can check before its slow start-up and import later."""
+    import importlib.util
+
+    for name in modules:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+class Command(click.Command):
+    """A click command with mtkit's exit statuses and error lines (see the module docstring)."""
+
+    def main(self, args=None, prog_name=None, standalone_mode: bool = True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name or self.name, standalone_mode=False, **extra)
+        prog = self.name
+        try:
+            code = super().main(args, prog_name or prog, standalone_mode=False, **extra)
+        except click.UsageError as e:
+            e.show()
+            code = e.exit_code
+        except click.ClickException as e:
+            click.echo(f"{prog}: error: {e.format_message()}", err=True)
+            code = e.exit_code
+        except (click.Abort, KeyboardInterrupt):
+            click.echo(f"{prog}: interrupted", err=True)
+            code = 130
+        except ImportError as e:
+            message = missing_extra(e)
+            if message is None:
+                raise
+            click.echo(f"{prog}: error: {message}", err=True)
+            code = 1
+        if isinstance(code, int) and code:
+            sys.exit(code)          # success returns, as a function does (the console script exits 0)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # Point stdout at /dev/null so Python does not complain again while exiting.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
+
+
+def command(name: str, **settings):
+    """`@click.command` for an mtkit command: its name, `Command`, -h/--help and --version."""
+    def decorate(callback) -> Command:
+        cmd = click.command(name, cls=Command, context_settings=CONTEXT, **settings)(callback)
+        return click.version_option(mtkit.__version__, "--version", prog_name=name, message="%(prog)s %(version)s")(cmd)
+    return decorate

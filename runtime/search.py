@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .decode_options import DecodeOptions
 from .vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -29,23 +30,6 @@ class DecoderBackend(Protocol):
     # Optional: a backend with `search_head_k = K > 0` also has
     #   step_top(state, tokens) -> (log-probs [N,K] best first, token ids [N,K], EOS log-prob [N]),
     # a step that ranks the vocabulary where the logits are (the ONNX decoder's search head).
-
-
-@dataclass
-class DecodeOptions:
-    beam_size: int = 1
-    length_penalty: float = 1.0          # beam scores are sum(log p) / length ** length_penalty
-    num_hypotheses: int = 1              # n-best size (<= beam_size)
-    max_length_ratio: float = 1.5        # max target length = ratio * source length + max_length_extra
-    max_length_extra: int = 10
-    max_length: int = 512                # hard cap (the model's position table)
-    no_repeat_ngram_size: int = 0        # ban repeating any n-gram of this size (0 = off)
-    sampling: bool = False
-    temperature: float = 1.0
-    top_k: int = 0                       # 0 = no top-k filter
-    top_p: float = 1.0                   # 1.0 = no nucleus filter
-    seed: int | None = None
-    return_attention: bool = False
 
 
 @dataclass
@@ -83,7 +67,7 @@ def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOpti
     nothing needs the whole distribution; otherwise numpy does it from the logits. `histories()` gives
     each row's tokens so far, for the n-gram ban.
     """
-    if width <= getattr(backend, "search_head_k", 0) and not opts.return_attention and opts.no_repeat_ngram_size <= 0:
+    if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment and opts.no_repeat_ngram_size <= 0:
         logp, ids, eos = backend.step_top(state, tokens)
         return ids[:, :width], logp[:, :width], eos, None
     logp, attn = step_logprobs(backend, state, tokens, opts, histories)
@@ -93,7 +77,7 @@ def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOpti
 
 def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, histories):
     """One decoder step's full log-probabilities [N,V], n-gram bans applied, and the cross-attention."""
-    logits, attn = backend.step(state, tokens, need_attention=opts.return_attention)
+    logits, attn = backend.step(state, tokens, need_attention=opts.return_alignment)
     logp = log_softmax(logits)
     if opts.no_repeat_ngram_size > 0:
         ban_repeated_ngrams(logp, histories(), opts.no_repeat_ngram_size)
@@ -132,9 +116,10 @@ def ban_repeated_ngrams(logp: np.ndarray, histories: list[list[int]], n: int) ->
 
 
 def max_lengths(src_mask: np.ndarray, opts: DecodeOptions) -> np.ndarray:
+    """Each sentence's last decoding step: the length ratio's, capped by the positions in max_length (if set)."""
     src_len = src_mask.sum(axis=1)
-    return np.minimum(np.ceil(opts.max_length_ratio * src_len).astype(np.int64) + opts.max_length_extra,
-                      opts.max_length - 1)
+    limits = np.ceil(opts.max_length_ratio * src_len).astype(np.int64) + opts.max_length_extra
+    return limits if opts.max_length is None else np.minimum(limits, opts.max_length - 1)
 
 
 def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, opts: DecodeOptions) -> list[Result]:
@@ -191,7 +176,7 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[
                 backend.select(state, keep)
             active, chosen = active[keep], chosen[keep]
         tokens = chosen.astype(np.int64)
-    return [Result([Hypothesis(histories[i], float(scores[i]), attention[i] if opts.return_attention else None)])
+    return [Result([Hypothesis(histories[i], float(scores[i]), attention[i] if opts.return_alignment else None)])
             for i in range(batch)]
 
 
@@ -221,9 +206,21 @@ def _sample(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
     return _greedy(backend, src_ids, src_mask, opts, pick=pick)
 
 
+def keep_best(finished: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
+    """Add `hyp` to a sentence's finished list, keeping its best k."""
+    if len(finished) < k:
+        finished.append(hyp)
+    else:
+        worst = min(range(k), key=lambda i: finished[i].score)
+        if hyp.score > finished[worst].score:
+            finished[worst] = hyp
+
+
 def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
-    """Batched beam search. A sentence is done once it holds `beam_size` finished hypotheses
-    (fairseq's rule); its rows then leave the batch."""
+    """Batched beam search. A sentence is done once it holds `beam_size` finished hypotheses and
+    none of its live beams, ended now, would score better than the worst of them (Hugging Face's
+    default rule: stopping at the first `beam_size` finished, as fairseq does, lets unlikely early
+    endings close a sentence while its best hypothesis is still running). Its rows then leave the batch."""
     batch, k = src_ids.shape[0], opts.beam_size
     n_best = min(max(opts.num_hypotheses, 1), k)
     limits = max_lengths(src_mask, opts)
@@ -253,7 +250,7 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
                         score = beam_scores[a, beam] + eos[row]
                         att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
                         norm = score / ((len(hist) + 1) ** opts.length_penalty)
-                        finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_attention else None))
+                        finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_alignment else None))
                 continue
             next_beams = []
             for beam, token, score in zip(cand_beams[a], cand_tokens[a], cand_scores[a]):
@@ -264,13 +261,13 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
                 att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
                 if token == EOS_ID:
                     norm = score / ((len(hist) + 1) ** opts.length_penalty)
-                    if len(finished[sent]) < k:
-                        finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_attention else None))
+                    keep_best(finished[sent], Hypothesis(list(hist), float(norm), att if opts.return_alignment else None), k)
                     continue
                 next_beams.append((row, score, token, hist + [token], att))
                 if len(next_beams) == k:
                     break
-            if len(finished[sent]) >= k or not next_beams:
+            if not next_beams or (len(finished[sent]) >= k and min(h.score for h in finished[sent]) >=
+                                  max(b[1] / ((len(b[3]) + 1) ** opts.length_penalty) for b in next_beams)):
                 continue
             still_active.append(a)
             while len(next_beams) < k:      # keep k rows per sentence; spares can never win

@@ -14,7 +14,7 @@ import time
 import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from . import bundle
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
-from .search import DecodeOptions
+from .decode_options import DecodeOptions
 from .search import Hypothesis as SearchHypothesis
 from .sentences import split
 from .vocab import EOS_PIECE, source_ids
@@ -192,37 +192,21 @@ class Translator:
         self.max_batch_sentences = max_batch_sentences
         # Targets the model was trained to produce; a tag alone (e.g. a reverse direction never
         # trained) would give fluent-looking garbage.
-        trained = {str(d[1]) for d in config.directions if len(d) == 2} & set(config.language_tags)
-        self.languages = sorted(trained) or list(config.language_tags)
+        tags = set(config.language_tags)
+        self.directions = [(str(d[0]), str(d[1])) for d in config.directions if len(d) == 2 and str(d[1]) in tags]
+        self.languages = sorted({b for _, b in self.directions}) or list(config.language_tags)
+        self.source_languages = sorted({a for a, _ in self.directions}) or list(config.language_tags)
         self.default_language = "en" if "en" in self.languages else self.languages[0]
 
     def __repr__(self) -> str:
         return f"Translator({str(self.path)!r}, provider={self.provider!r}, variant={self.variant!r})"
 
-    # Options.
+    # Options and languages.
 
-    def decode_options(self, beam_size=4, num_hypotheses=1, length_penalty=1.0, sampling=False, temperature=1.0,
-                       top_k=0, top_p=1.0, seed=None, no_repeat_ngram_size=0, max_length_ratio=1.5,
-                       return_alignment=False) -> DecodeOptions:
-        """Checked search options (the keyword arguments of `translate`)."""
-        checks = [
-            (beam_size >= 1, f"beam_size must be at least 1, not {beam_size}"),
-            (num_hypotheses >= 1, f"num_hypotheses must be at least 1, not {num_hypotheses}"),
-            (sampling or num_hypotheses <= beam_size,
-             f"num_hypotheses ({num_hypotheses}) cannot exceed beam_size ({beam_size}) without sampling"),
-            (temperature > 0, f"temperature must be positive, not {temperature}"),
-            (top_k >= 0, f"top_k must be 0 (off) or positive, not {top_k}"),
-            (0 < top_p <= 1, f"top_p must be in (0, 1], not {top_p}"),
-            (no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be 0 (off) or positive, not {no_repeat_ngram_size}"),
-            (max_length_ratio > 0, f"max_length_ratio must be positive, not {max_length_ratio}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise TranslationError(message)
-        return DecodeOptions(beam_size=beam_size, length_penalty=length_penalty, num_hypotheses=num_hypotheses,
-                             max_length_ratio=max_length_ratio, max_length=self.config.max_positions,
-                             no_repeat_ngram_size=no_repeat_ngram_size, sampling=sampling, temperature=temperature,
-                             top_k=top_k, top_p=top_p, seed=seed, return_attention=return_alignment)
+    def decode_options(self, options: DecodeOptions | None = None, **overrides) -> DecodeOptions:
+        """`options` (default: `DecodeOptions()`) with `overrides` (its field names) applied, checked
+        (an `OptionError`, a TranslationError, when out of range) and capped by the model's positions."""
+        return replace(options or DecodeOptions(), **overrides).for_model(self.config.max_positions)
 
     def tag_id(self, to: str | None) -> int:
         to = to or self.default_language
@@ -231,22 +215,32 @@ class Translator:
                                    f"{', '.join(self.languages)}")
         return self.config.language_tags[to]
 
+    def target_from(self, source: str, to: str | None = None) -> str:
+        """The target language for a text in `source`: `to`, else the model's default or its first target
+        from `source`. A TranslationError unless the model translates `source` into it."""
+        if source not in self.source_languages:
+            raise TranslationError(f"this model cannot translate from {source!r}; its source languages are: "
+                                   f"{', '.join(self.source_languages)}")
+        if to is None:
+            targets = [b for a, b in self.directions if a == source] or self.languages
+            to = self.default_language if self.default_language in targets else targets[0]
+        if self.directions and (source, to) not in self.directions:
+            raise TranslationError(f"this model does not translate {source} -> {to}; its directions are: "
+                                   f"{', '.join(f'{a} -> {b}' for a, b in self.directions)}")
+        return to
+
     # Translation.
 
-    def translate(self, texts: list[str] | str, to: str | None = None, beam_size: int = 4, num_hypotheses: int = 1,
-                  length_penalty: float = 1.0, sampling: bool = False, temperature: float = 1.0, top_k: int = 0,
-                  top_p: float = 1.0, seed: int | None = None, no_repeat_ngram_size: int = 0,
-                  max_length_ratio: float = 1.5, return_alignment: bool = False,
-                  split_sentences: bool = True) -> list[Translation]:
+    def translate(self, texts: list[str] | str, to: str | None = None, options: DecodeOptions | None = None, *,
+                  split_sentences: bool = True, **overrides) -> list[Translation]:
         """Translate each text into `to` (default "en" if the model has it, else its first language).
 
-        beam_size 1 is greedy search; num_hypotheses asks for an n-best list (at most beam_size, or
-        that many independent samples with sampling=True); beam scores are log p / length^length_penalty.
-        sampling draws from the softmax at `temperature`, cut to the top_k tokens and the top_p mass;
-        a seed makes it reproducible. no_repeat_ngram_size bans repeating any n-gram of that size.
+        `options` is a `DecodeOptions` (default: its defaults, beam search of width 4); `overrides` are
+        its fields by name, e.g. `beam_size=1` (greedy), `num_hypotheses=3` (an n-best list),
+        `sampling=True, temperature=0.8, seed=1`, `return_alignment=True` (cross-attention weights).
         Output is at most max_length_ratio * source tokens + 10 (and the model's maximum).
-        return_alignment adds the cross-attention weights. split_sentences translates a paragraph
-        sentence by sentence. Returns one Translation per text, in order (a str gives a list of one).
+        split_sentences translates a paragraph sentence by sentence. Returns one Translation per text,
+        in order (a str gives a list of one).
         """
         if isinstance(texts, str):
             texts = [texts]
@@ -255,10 +249,7 @@ class Translator:
             if not isinstance(t, str):
                 raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
         tag = self.tag_id(to)
-        opts = self.decode_options(beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
-                                   sampling=sampling, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                                   no_repeat_ngram_size=no_repeat_ngram_size, max_length_ratio=max_length_ratio,
-                                   return_alignment=return_alignment)
+        opts = self.decode_options(options, **overrides)
         t0 = time.perf_counter()
 
         # 1. Sentences, cleaned and tokenized; over-long ones cut into parts.
@@ -308,17 +299,17 @@ class Translator:
             tr.timings = dict(timings)
         return translations
 
-    def translate_iter(self, texts: Iterable[str], to: str | None = None, batch_size: int = 32,
-                       **options) -> Iterator[Translation]:
+    def translate_iter(self, texts: Iterable[str], to: str | None = None, options: DecodeOptions | None = None, *,
+                       batch_size: int = 32, split_sentences: bool = True, **overrides) -> Iterator[Translation]:
         """Translate a stream, `batch_size` texts at a time, yielding results in input order as soon as
         each batch is done. Options as for `translate`; they are checked before the first text is read."""
         if batch_size < 1:
             raise TranslationError(f"batch_size must be at least 1, not {batch_size}")
         self.tag_id(to)
-        self.decode_options(**{k: v for k, v in options.items() if k != "split_sentences"})   # fail before reading
+        opts = self.decode_options(options, **overrides)      # fail before reading
         iterator = iter(texts)
         while batch := list(itertools.islice(iterator, batch_size)):
-            yield from self.translate(batch, to, **options)
+            yield from self.translate(batch, to, opts, split_sentences=split_sentences)
 
     def _assemble(self, text: str, segments: list[_Segment], sources, results, opts: DecodeOptions,
                   text_warnings: list[str]) -> Translation:
@@ -354,7 +345,7 @@ class Translator:
             hypotheses.append(hyp)
             best_parts = best_parts or used
         best = hypotheses[0]
-        alignment = self._alignment(parts, sources, best_parts) if opts.return_attention and parts else None
+        alignment = self._alignment(parts, sources, best_parts) if opts.return_alignment and parts else None
         n_source = sum(len(sources[p]) - 2 for p in parts)
         return Translation(best.text, best.tokens, best.score, hypotheses, alignment, source=text,
                            num_tokens=len(best.tokens), num_source_tokens=n_source, num_parts=len(parts),

@@ -1,5 +1,6 @@
-"""`mt-translate` end to end on the tiny bundle: in-process for speed, in subprocesses where the exit
-status, stderr or a terminal matter."""
+"""`mt-translate` end to end on the fixture bundle: in-process for speed, in subprocesses where the
+exit status, stderr or a terminal matter. GERMAN[i] -> ENGLISH[i] is what the fixture model
+reproduces on any CPU, so those outputs are asserted exactly."""
 
 from __future__ import annotations
 
@@ -13,22 +14,23 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime.cli import main
 
 BIN = Path(sys.executable).parent / "mt-translate"
 
 
 @pytest.fixture(autouse=True)
-def model(tiny_bundle, monkeypatch):
-    monkeypatch.setenv("MT_MODEL", str(tiny_bundle))     # the default model for every call below
-    return tiny_bundle
+def model(fixture_bundle, monkeypatch):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))     # the default model for every call below
+    return fixture_bundle
 
 
 def cli(capsys, monkeypatch, *args, stdin: bytes | None = None) -> tuple[int, str, str]:
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
     try:
-        main(["--threads", "1", *args])
+        main(["--threads", str(ORT_THREADS), *args])
         code = 0
     except SystemExit as e:
         code = e.code or 0
@@ -38,42 +40,40 @@ def cli(capsys, monkeypatch, *args, stdin: bytes | None = None) -> tuple[int, st
 
 def run(*args, stdin: bytes = b"", tty_stderr: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
     environment = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run([str(BIN), "--threads", "1", *args], input=stdin, capture_output=True, timeout=120,
+    return subprocess.run([str(BIN), "--threads", str(ORT_THREADS), *args], input=stdin, capture_output=True, timeout=120,
                           env=environment)
 
 
 def test_text_arguments_one_line_each(capsys, monkeypatch):
-    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "Guten Morgen.", "Ich habe Hunger.")
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", GERMAN[0], GERMAN[1])
     assert code == 0 and err == ""
-    assert len(out.splitlines()) == 2
+    assert out.splitlines() == ENGLISH[:2]
 
 
 def test_stdin_keeps_line_count_and_empty_lines(capsys, monkeypatch):
-    lines = ["Hallo.", "", "   ", "Wie geht es dir? Gut.", "\t", "Tschüss."]
+    lines = [GERMAN[0], "", "   ", f"{GERMAN[1]} {GERMAN[2]}", "\t", GERMAN[3]]
     code, out, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--batch-size", "2",
                        stdin=("\n".join(lines) + "\n").encode())
     assert code == 0
     got = out.split("\n")
-    assert got[-1] == "" and len(got) - 1 == len(lines)
-    assert [got[i] for i in (1, 2, 4)] == ["", "", ""]
+    assert got == [ENGLISH[0], "", "", f"{ENGLISH[1]} {ENGLISH[2]}", "", ENGLISH[3], ""]
     # The same lines as arguments give the same output (batching does not change results).
     code, out2, _ = cli(capsys, monkeypatch, "--beam-size", "1", *lines)
     assert out2 == out
 
 
 def test_crlf_and_bom_input(capsys, monkeypatch):
-    _, a, _ = cli(capsys, monkeypatch, "--beam-size", "1", stdin="\ufeffHallo.\r\nJa.\r\n".encode())
-    _, b, _ = cli(capsys, monkeypatch, "--beam-size", "1", "Hallo.", "Ja.")
-    assert a == b
+    _, a, _ = cli(capsys, monkeypatch, "--beam-size", "1", stdin=f"\ufeff{GERMAN[0]}\r\n{GERMAN[1]}\r\n".encode())
+    assert a == f"{ENGLISH[0]}\n{ENGLISH[1]}\n"
 
 
 def test_jsonl_carries_scores_nbest_and_timings(capsys, monkeypatch):
     code, out, _ = cli(capsys, monkeypatch, "--format", "jsonl", "--n-best", "3", "--beam-size", "3", "--alignment",
-                       "Hallo.", "")
+                       GERMAN[0], "")
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["line"] for r in records] == [1, 2]
     first = records[0]
-    assert first["source"] == "Hallo." and len(first["n_best"]) == 3
+    assert first["source"] == GERMAN[0] and first["text"] == ENGLISH[0] and len(first["n_best"]) == 3
     assert first["n_best"][0]["text"] == first["text"] and first["score"] == first["n_best"][0]["score"]
     assert [h["score"] for h in first["n_best"]] == sorted((h["score"] for h in first["n_best"]), reverse=True)
     assert {"decode_ms", "preprocess_ms"} <= set(first["timings"])
@@ -82,42 +82,78 @@ def test_jsonl_carries_scores_nbest_and_timings(capsys, monkeypatch):
 
 
 def test_text_nbest_is_tab_separated(capsys, monkeypatch):
-    _, out, _ = cli(capsys, monkeypatch, "--n-best", "2", "--beam-size", "2", "Hallo.")
-    assert out.count("\t") == 1 and out.count("\n") == 1
+    _, out, _ = cli(capsys, monkeypatch, "--n-best", "2", "--beam-size", "2", GERMAN[0])
+    assert out.count("\t") == 1 and out.count("\n") == 1 and out.startswith(ENGLISH[0] + "\t")
 
 
 def test_sampling_with_seed_is_reproducible(capsys, monkeypatch):
-    args = ["--sampling", "--seed", "3", "--temperature", "1.5", "--format", "jsonl", "Ich habe Hunger.", "Ja."]
+    args = ["--sampling", "--seed", "3", "--temperature", "1.5", "--format", "jsonl", GERMAN[1], GERMAN[2]]
     _, a, _ = cli(capsys, monkeypatch, *args)
     _, b, _ = cli(capsys, monkeypatch, *args)
     assert [json.loads(x)["tokens"] for x in a.splitlines()] == [json.loads(x)["tokens"] for x in b.splitlines()]
 
 
 def test_to_and_bad_options(capsys, monkeypatch):
-    code, out, _ = cli(capsys, monkeypatch, "--to", "de", "Good morning.")
-    assert code == 0 and out.count("\n") == 1
+    code, out, _ = cli(capsys, monkeypatch, "--to", "de", ENGLISH[0])
+    assert code == 0 and out == GERMAN[0] + "\n"
     code, _, err = cli(capsys, monkeypatch, "--to", "fr", "Hallo")
     assert code == 1 and "cannot translate into 'fr'" in err and "Traceback" not in err
-    code, _, err = cli(capsys, monkeypatch, "--n-best", "5", "--beam-size", "2", "Hallo")
-    assert code == 1 and "num_hypotheses" in err
     code, out, _ = cli(capsys, monkeypatch, "--list-languages")
     assert out.split() == ["de", "en"]
 
 
+def test_from_is_checked_and_picks_the_target(capsys, monkeypatch):
+    code, out, err = cli(capsys, monkeypatch, "--from", "en", ENGLISH[0])        # en -> its one target, de
+    assert code == 0 and out == GERMAN[0] + "\n", err
+    code, out, _ = cli(capsys, monkeypatch, "--from", "de", "--to", "en", GERMAN[0])
+    assert code == 0 and out == ENGLISH[0] + "\n"
+    code, _, err = cli(capsys, monkeypatch, "--from", "fr", "Bonjour")
+    assert code == 1 and "cannot translate from 'fr'; its source languages are: de, en" in err
+    code, _, err = cli(capsys, monkeypatch, "--from", "de", "--to", "de", GERMAN[0])
+    assert code == 1 and "does not translate de -> de" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--n-best", "5", "--beam-size", "4"], "--n-best (5) cannot exceed --beam-size (4) without --sampling"),
+    (["--n-best", "2", "--greedy"], "--n-best (2) cannot exceed --beam-size (1)"),
+    (["--beam-size", "0"], "--beam-size must be at least 1, not 0"),
+    (["--sampling", "--top-p", "0"], "--top-p must be in (0, 1], not 0.0"),
+    (["--temperature", "-1"], "--temperature must be positive, not -1.0"),
+    (["--no-repeat-ngram", "-2"], "--no-repeat-ngram must be 0 (off) or positive, not -2"),
+    (["--greedy", "--beam-size", "3"], "--greedy is --beam-size 1"),
+    (["--alignment"], "--alignment needs --format jsonl"),
+    (["-i", "in.txt"], "give TEXT arguments or --input, not both"),
+    (["--beam-size", "four"], "'four' is not a valid integer"),
+])
+def test_bad_flags_are_usage_errors_that_name_the_flags(capsys, monkeypatch, args, message):
+    """Checked by DecodeOptions (the API's rules) but reported by flag, before any model loads."""
+    monkeypatch.setenv("MT_MODEL", "/nonexistent")           # so a usage error cannot wait for a model
+    code, out, err = cli(capsys, monkeypatch, *args, "Hallo")
+    assert code == 2 and out == "" and message in err, err
+    assert "num_hypotheses" not in err and "beam_size" not in err and "Traceback" not in err
+
+
+def test_greedy_and_sampling_flags(capsys, monkeypatch):
+    code, out, _ = cli(capsys, monkeypatch, "--greedy", GERMAN[0])
+    assert code == 0 and out == ENGLISH[0] + "\n"
+    code, out, _ = cli(capsys, monkeypatch, "--sampling", "--n-best", "3", "--seed", "1", "--format", "jsonl", GERMAN[0])
+    assert code == 0 and len(json.loads(out)["n_best"]) == 3             # n-best samples may exceed the beam
+
+
 def test_long_line_is_split_with_a_warning(capsys, monkeypatch):
     long_line = " ".join(["Hund Katze Maus Haus Baum"] * 60)
-    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "--max-length-ratio", "0.3", "Hallo.", long_line)
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "--max-length-ratio", "0.3", GERMAN[0], long_line)
     assert code == 0 and out.count("\n") == 2
     assert "warning: line 2:" in err and "longer than the model's maximum" in err
 
 
 def test_file_to_file(capsys, monkeypatch, tmp_path):
     src = tmp_path / "in.txt"
-    src.write_text("Hallo.\n\nWie geht es?\n", encoding="utf-8")
+    src.write_text(f"{GERMAN[0]}\n\n{GERMAN[1]}\n", encoding="utf-8")
     out_file = tmp_path / "out.txt"
     code, out, err = cli(capsys, monkeypatch, "-i", str(src), "-o", str(out_file), "--beam-size", "1")
     assert code == 0 and out == "" and err == ""          # not a terminal: no progress bar
-    assert out_file.read_text(encoding="utf-8").count("\n") == 3
+    assert out_file.read_text(encoding="utf-8") == f"{ENGLISH[0]}\n\n{ENGLISH[1]}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]
 
 
@@ -142,13 +178,13 @@ def test_missing_input_file(capsys, monkeypatch, tmp_path):
 # Subprocesses: the real console script, exit codes and stderr.
 
 def test_console_script_pipe(model):
-    out = run("--beam-size", "1", stdin="Hallo.\n\nJa.\n".encode())
+    out = run("--beam-size", "1", stdin=f"{GERMAN[0]}\n\n{GERMAN[1]}\n".encode())
     assert out.returncode == 0, out.stderr
-    assert out.stdout.decode().count("\n") == 3 and out.stderr == b""
+    assert out.stdout.decode() == f"{ENGLISH[0]}\n\n{ENGLISH[1]}\n" and out.stderr == b""
 
 
 @pytest.mark.parametrize("damage, message", [
-    ("truncate", "decoder.int8.onnx: not a usable ONNX model"),
+    ("truncate", "decoder.int8.onnx: 1000 bytes, but config.json records"),
     ("schema", "config.json: schema_version"),
     ("tokenizer", "tokenizer.model: missing"),
 ])
@@ -185,6 +221,8 @@ def test_cuda_provider_without_cuda_fails_cleanly():
     assert out.returncode == 1 and "CUDA" in err and "Traceback" not in err and out.stdout == b""
     auto = run("--provider", "auto", "--beam-size", "1", "Hallo")
     assert auto.returncode == 0 and b"provider auto: using cpu" in auto.stderr and auto.stdout.count(b"\n") == 1
+    default = run("--beam-size", "1", "Hallo")              # auto is the default; said only when asked for
+    assert default.returncode == 0 and default.stderr == b"" and default.stdout.count(b"\n") == 1
 
 
 def test_progress_bar_on_a_terminal_only(tmp_path):
@@ -195,7 +233,7 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     # stderr on a pseudo-terminal: rich draws the bar there.
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.run([str(BIN), "--threads", "1", "-i", str(src), "-o", str(tmp_path / "b.txt"), "--beam-size", "1"],
+        proc = subprocess.run([str(BIN), "--threads", str(ORT_THREADS), "-i", str(src), "-o", str(tmp_path / "b.txt"), "--beam-size", "1"],
                               stderr=follower, stdout=subprocess.PIPE, timeout=120,
                               env={**os.environ, "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "80"})
         os.close(follower)

@@ -75,3 +75,19 @@ def test_repeat_upsamples_a_corpus_after_deduplication(tmp_path):
     raw["data"]["train"][0]["repeat"] = 3
     thrice = RunConfig.from_dict(raw).load_split("train")
     assert len(thrice) == 3 * len(once) and thrice[: len(once)] == once
+
+
+def test_max_pairs_keeps_the_same_subset_whatever_the_order(tmp_path):
+    from mtkit.train.config import RunConfig
+    from mtkit.train.data import Pair, subsample
+    from conftest import tiny_run_dict
+
+    pairs = [Pair(f"s{i}", f"t{i}", "de", "en") for i in range(100)]
+    kept = subsample(pairs, 30)
+    assert len(kept) == 30 and len(set(kept)) == 30
+    assert set(subsample(pairs[::-1], 30)) == set(kept)             # chosen by content, not position
+    assert [p for p in pairs if p in set(kept)] == kept              # file order kept
+    assert subsample(pairs, 0) == pairs and subsample(pairs, 500) == pairs
+    raw = tiny_run_dict(tmp_path)
+    raw["data"]["train"][0]["max_pairs"] = 50
+    assert len(RunConfig.from_dict(raw).load_split("train")) == 50

@@ -7,22 +7,23 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from conftest import GERMAN, ORT_THREADS
 from mtkit.runtime import ProviderError, Translator, TranslationError
 from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
 from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows
 
-TEXTS = ["Ich habe Hunger.", "Wo ist der Bahnhof? Ich weiß es nicht.", "Tom ist nicht hier.", "Das ist gut.",
-         "Kannst du mir bitte helfen?", "Ja."]
+# Sentences the fixture model knows, so that both paths are far from any near-tie; one has two sentences.
+TEXTS = [GERMAN[0], f"{GERMAN[1]} {GERMAN[2]}", *GERMAN[3:7]]
 
 
 @pytest.fixture(scope="module")
-def plain(tiny_translator):
-    return tiny_translator
+def plain(fixture_translator):
+    return fixture_translator
 
 
 @pytest.fixture(scope="module")
-def bound(tiny_bundle):
-    return Translator(tiny_bundle, variant="fp32", threads=1, io_binding=True)
+def bound(fixture_bundle):
+    return Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS, io_binding=True)
 
 
 def same(a, b):
@@ -92,8 +93,8 @@ def test_gather_graph_is_valid_onnx_and_gathers_rows(elem, dtype):
     np.testing.assert_array_equal(session.run(None, {"data": x, "indices": rows})[0], x[rows])
 
 
-def test_session_options_are_applied(tiny_bundle, plain):
-    t = Translator(tiny_bundle, variant="fp32", threads=2, graph_optimization="disable", memory_arena=False)
+def test_session_options_are_applied(fixture_bundle, plain):
+    t = Translator(fixture_bundle, variant="fp32", threads=2, graph_optimization="disable", memory_arena=False)
     options = t.backend.decoder.get_session_options()
     assert options.intra_op_num_threads == 2
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -102,29 +103,29 @@ def test_session_options_are_applied(tiny_bundle, plain):
     assert [x.tokens for x in a] == [x.tokens for x in b]
 
 
-def test_variants(tiny_bundle):
-    auto = Translator(tiny_bundle, threads=1)
+def test_variants(fixture_bundle):
+    auto = Translator(fixture_bundle, threads=ORT_THREADS)
     assert (auto.provider, auto.variant) == ("cpu", "int8")          # int8 preferred on CPU
-    fp32 = Translator(tiny_bundle, variant="fp32", threads=1)
+    fp32 = Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS)
     assert fp32.variant == "fp32"
     with pytest.raises(TranslationError, match="no 'fp16' variant"):
-        Translator(tiny_bundle, variant="fp16")
+        Translator(fixture_bundle, variant="fp16")
     with pytest.raises(TranslationError, match="unknown variant"):
-        Translator(tiny_bundle, variant="int4")
+        Translator(fixture_bundle, variant="int4")
     # int8 is an approximation of fp32: most greedy outputs agree on this tiny model.
     a, b = auto.translate(TEXTS, beam_size=1), fp32.translate(TEXTS, beam_size=1)
     assert sum(x.tokens[:3] == y.tokens[:3] for x, y in zip(a, b)) >= len(TEXTS) // 2
 
 
 @pytest.mark.skipif(cuda_available(), reason="checks the behaviour without a CUDA provider")
-def test_cuda_without_cuda_is_a_clear_error_not_a_fallback(tiny_bundle):
+def test_cuda_without_cuda_is_a_clear_error_not_a_fallback(fixture_bundle):
     with pytest.raises(ProviderError, match="CUDA"):
-        Translator(tiny_bundle, provider="cuda")
+        Translator(fixture_bundle, provider="cuda")
 
 
 @pytest.mark.skipif(cuda_available(), reason="checks the behaviour without a CUDA provider")
-def test_auto_provider_falls_back_to_cpu_and_says_why(tiny_bundle):
-    t = Translator(tiny_bundle, provider="auto", threads=1)
+def test_auto_provider_falls_back_to_cpu_and_says_why(fixture_bundle):
+    t = Translator(fixture_bundle, provider="auto", threads=ORT_THREADS)
     assert t.provider == "cpu" and t.variant == "int8"
     assert "CUDA" in t.provider_note
     assert t.backend.decoder.get_providers()[0] == "CPUExecutionProvider"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import ORT_THREADS
 from mtkit.runtime import Translator
 from mtkit.runtime.batching import pad_batch
 from mtkit.runtime.search import best_candidates, log_softmax, top_tokens
@@ -41,17 +42,17 @@ def first_logits(translator):
     return translator.backend.step(state, np.array([2, 2]))[0]
 
 
-def test_optimized_graph_cache(tiny_bundle, tmp_path, monkeypatch):
+def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch):
     monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MT_ORT_CACHE", "0")
-    plain = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    plain = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
     assert not (tmp_path / "cache" / "ort").exists()
     monkeypatch.delenv("MT_ORT_CACHE")
-    written = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    written = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
     entries = sorted((tmp_path / "cache" / "ort").glob("*.onnx"))
     assert [e.name.split("-")[0] for e in entries] == ["decoder", "encoder"]
-    read = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    read = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
     assert np.array_equal(plain, written) and np.array_equal(plain, read)
     entries[0].write_bytes(b"not a graph")             # damaged: optimized again and rewritten
-    again = first_logits(Translator(tiny_bundle, variant="fp32", threads=1))
+    again = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
     assert np.array_equal(plain, again) and entries[0].stat().st_size > 100

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import ORT_THREADS
+
 RUNTIME = Path(__file__).parent.parent / "runtime"
 HEAVY = ("torch", "sacrebleu", "rich", "onnx", "mtkit.train", "mtkit.export")
 
@@ -21,20 +23,20 @@ def loaded_after(code: str) -> list[str]:
     return ast.literal_eval(out.stdout.split("LOADED", 1)[1].strip())
 
 
-def test_importing_and_using_the_runtime_does_not_import_torch(tiny_bundle):
+def test_importing_and_using_the_runtime_does_not_import_torch(fixture_bundle):
     loaded = loaded_after(
         "import mtkit.runtime\n"
         "from mtkit.runtime import Translator, Translation, TranslationError\n"
-        f"t = Translator({str(tiny_bundle)!r}, threads=1)\n"
+        f"t = Translator({str(fixture_bundle)!r}, threads={ORT_THREADS})\n"
         "assert len(t.translate(['Hallo', 'Wie geht es?'], beam_size=2, return_alignment=True)) == 2\n"
         "import mtkit.runtime.search, mtkit.runtime.batching, mtkit.runtime.onnx_backend, mtkit.runtime.sentences")
     assert "torch" not in loaded
     assert not loaded, f"the runtime imported {loaded}"
 
 
-def test_mt_translate_does_not_import_torch_sacrebleu_or_rich(tiny_bundle):
+def test_mt_translate_does_not_import_torch_sacrebleu_or_rich(fixture_bundle):
     loaded = loaded_after(
-        f"sys.argv = ['mt-translate', '-m', {str(tiny_bundle)!r}, '--threads', '1', 'Guten Morgen']\n"
+        f"sys.argv = ['mt-translate', '-m', {str(fixture_bundle)!r}, '--threads', '1', 'Guten Morgen']\n"
         "from mtkit.runtime.cli import main\n"
         "main()")
     assert not loaded, f"mt-translate imported {loaded}"

@@ -12,54 +12,90 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mtkit.runtime import BundleError, LongInputWarning, ModelLoadError, Translation, Translator, TranslationError
+from conftest import ENGLISH, GERMAN, ORT_THREADS
+from mtkit.runtime import (BundleError, DecodeOptions, LongInputWarning, ModelLoadError, OptionError, Translation,
+                           Translator, TranslationError)
 from mtkit.runtime import bundle
 from mtkit.runtime.sentences import split, split_sentences
 
 
 @pytest.fixture(scope="module")
-def t(tiny_bundle):
-    return Translator(tiny_bundle, threads=1)
+def t(fixture_bundle):
+    return Translator(fixture_bundle, threads=ORT_THREADS)
 
 
-def test_basic_api(t, tiny_bundle):
-    assert t.path == Path(tiny_bundle).resolve()
+def test_basic_api(t, fixture_bundle):
+    assert t.path == Path(fixture_bundle).resolve()
     assert t.languages == ["de", "en"] and t.provider == "cpu" and t.variant == "int8"
     assert set(t.config.language_tags) == {"de", "en"}
-    [tr] = t.translate("Guten Morgen.")                   # a str gives a list of one
-    assert isinstance(tr, Translation)
+    [tr] = t.translate(GERMAN[0])                         # a str gives a list of one
+    assert isinstance(tr, Translation) and tr.text == ENGLISH[0]
     assert tr.hypotheses[0].text == tr.text and tr.hypotheses[0].tokens == tr.tokens
     assert tr.text == t.tokenizer.decode_pieces(tr.tokens).strip()
     assert tr.num_tokens == len(tr.tokens) and tr.num_source_tokens > 0
     assert set(tr.timings) >= {"preprocess_ms", "decode_ms", "postprocess_ms"}
     # The default direction is into English; German is the other target.
-    assert t.translate("Guten Morgen.", to="en")[0].tokens == tr.tokens
-    assert t.translate(["Good morning.", "Thank you."], to="de")[1].source == "Thank you."
+    assert t.translate(GERMAN[0], to="en")[0].tokens == tr.tokens
+    into_german = t.translate(ENGLISH[:2], to="de")
+    assert [x.source for x in into_german] == ENGLISH[:2] and [x.text for x in into_german] == GERMAN[:2]
 
 
 def test_bad_options_are_translation_errors(t):
     with pytest.raises(TranslationError, match="cannot translate into 'fr'.*de, en"):
         t.translate("Hallo", to="fr")
-    with pytest.raises(TranslationError, match="num_hypotheses"):
+    # Options are checked by DecodeOptions, named as the API names them (the CLIs name their flags).
+    with pytest.raises(OptionError, match=r"num_hypotheses \(3\) cannot exceed beam_size \(2\) without sampling"):
         t.translate("Hallo", beam_size=2, num_hypotheses=3)
     with pytest.raises(TranslationError, match="top_p"):
         t.translate("Hallo", sampling=True, top_p=0)
+    with pytest.raises(TranslationError, match="num_hypotheses"):          # an override of given options
+        t.translate("Hallo", options=DecodeOptions(beam_size=2), num_hypotheses=3)
+    with pytest.raises(OptionError):                                          # before any text is read
+        t.translate_iter(iter(["Hallo"]), beam_size=0).__next__()
+    with pytest.raises(TypeError, match="beam"):                              # not an option at all
+        t.translate("Hallo", beam=4)
     with pytest.raises(TranslationError, match="text 2 is a int"):
         t.translate(["Hallo", 3])
 
 
+def test_options_object_and_overrides_are_the_same_call(t):
+    """translate(texts, to, options, **overrides): a frozen DecodeOptions, its fields as keywords, or both."""
+    by_keywords = t.translate(GERMAN[:3], beam_size=2, num_hypotheses=2)
+    by_options = t.translate(GERMAN[:3], options=DecodeOptions(beam_size=2, num_hypotheses=2))
+    by_both = t.translate(GERMAN[:3], None, DecodeOptions(beam_size=2), num_hypotheses=2)
+    assert [[h.text for h in x.hypotheses] for x in by_keywords] == [[h.text for h in x.hypotheses] for x in by_options] \
+        == [[h.text for h in x.hypotheses] for x in by_both]
+    assert [x.text for x in by_options] == ENGLISH[:3]
+    # The model's positions cap max_length: unset, it is theirs; larger, it is cut to theirs.
+    positions = t.config.max_positions
+    assert t.decode_options().max_length == positions
+    assert t.decode_options(max_length=10 * positions).max_length == positions
+    assert t.decode_options(DecodeOptions(max_length=8)).max_length == 8
+    assert t.decode_options().beam_size == DecodeOptions().beam_size == 4         # one set of defaults
+
+
+def test_source_languages_and_directions(t):
+    assert t.source_languages == ["de", "en"] and t.directions == [("de", "en"), ("en", "de")]
+    assert t.target_from("en") == "de" and t.target_from("de") == "en" and t.target_from("de", "en") == "en"
+    with pytest.raises(TranslationError, match="cannot translate from 'fr'; its source languages are: de, en"):
+        t.target_from("fr")
+    with pytest.raises(TranslationError, match="does not translate en -> en; its directions are: de -> en, en -> de"):
+        t.target_from("en", "en")
+
+
 def test_empty_and_whitespace_texts_stay_empty(t):
-    out = t.translate(["", "   ", "\t\n", "Hallo.", "\x00\x07"])
-    assert [o.text for o in out[:3]] == ["", "", ""] and out[4].text == ""
+    out = t.translate(["", "   ", "\t\n", GERMAN[0], "\x00\x07"])
+    assert [o.text for o in out] == ["", "", "", ENGLISH[0], ""]
     assert [o.num_parts for o in out] == [0, 0, 0, 1, 0]
     assert t.translate([]) == []
 
 
 def test_paragraphs_are_split_into_sentences_and_rejoined(t):
-    paragraph = "Ich habe Hunger. Wo ist der Bahnhof? Das ist z.B. gut."
+    paragraph = " ".join(GERMAN[:3])
+    assert split_sentences(paragraph) == GERMAN[:3]
     [whole] = t.translate(paragraph, beam_size=1)
     parts = t.translate(split_sentences(paragraph), beam_size=1)
-    assert whole.num_parts == 3
+    assert whole.num_parts == 3 and whole.text == " ".join(ENGLISH[:3])
     assert whole.tokens == [p for tr in parts for p in tr.tokens]
     assert whole.text == " ".join(p.text for p in parts if p.text)
     assert whole.score == pytest.approx(sum(p.score for p in parts))        # greedy log-probs add up
@@ -68,9 +104,8 @@ def test_paragraphs_are_split_into_sentences_and_rejoined(t):
 
 
 def test_newlines_inside_a_text_are_kept(t):
-    [tr] = t.translate("Hallo.\n\nWie geht es?", beam_size=1)
-    a, b = t.translate(["Hallo.", "Wie geht es?"], beam_size=1)
-    assert tr.text == f"{a.text}\n\n{b.text}".strip()
+    [tr] = t.translate(f"{GERMAN[0]}\n\n{GERMAN[1]}", beam_size=1)
+    assert tr.text == f"{ENGLISH[0]}\n\n{ENGLISH[1]}"
 
 
 def test_sentence_splitter():
@@ -100,7 +135,7 @@ def test_long_input_is_split_with_a_warning(t):
 
 
 def test_alignment_shape_and_rows(t):
-    [tr] = t.translate("Ich habe Hunger. Wo ist der Bahnhof?", beam_size=2, return_alignment=True)
+    [tr] = t.translate(f"{GERMAN[0]} {GERMAN[1]}", beam_size=2, return_alignment=True)
     a = tr.alignment
     assert len(a.target_tokens) == len(tr.tokens) + tr.num_parts          # each part closes with </s>
     assert a.source_tokens.count("<2en>") == 2 and a.source_tokens.count("</s>") == 2
@@ -111,7 +146,7 @@ def test_alignment_shape_and_rows(t):
 
 
 def test_translate_iter_streams_in_order(t):
-    texts = ["Hallo.", "", "Wo ist der Bahnhof?", "Ja.", "Ich habe Hunger.", "Nein."]
+    texts = [GERMAN[0], "", GERMAN[1], GERMAN[2], GERMAN[3], GERMAN[4]]
     seen = []
 
     def source():
@@ -121,9 +156,9 @@ def test_translate_iter_streams_in_order(t):
 
     stream = t.translate_iter(source(), batch_size=2, beam_size=1)
     first = next(stream)
-    assert len(seen) == 2 and first.source == "Hallo."                  # lazy: one batch read
+    assert len(seen) == 2 and first.source == GERMAN[0]                 # lazy: one batch read
     rest = list(stream)
-    assert [r.text for r in [first, *rest]] == [r.text for r in t.translate(texts, beam_size=1)]
+    assert [r.text for r in [first, *rest]] == [ENGLISH[0], "", *ENGLISH[1:5]]
     with pytest.raises(TranslationError):
         next(t.translate_iter(iter(texts), to="xx"))
 
@@ -152,35 +187,34 @@ def copy_bundle(src: Path, dst: Path) -> Path:
     return dst
 
 
-def test_archives_load(tiny_bundle, tmp_path, monkeypatch):
+def test_archives_load(fixture_bundle, tmp_path, monkeypatch):
     monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
     tgz = tmp_path / "model.tar.gz"
     with tarfile.open(tgz, "w:gz") as tar:
-        tar.add(tiny_bundle, arcname="model")
+        tar.add(fixture_bundle, arcname="model")
     zpath = tmp_path / "model.zip"
     with zipfile.ZipFile(zpath, "w") as z:                  # files at the archive's root
-        for f in Path(tiny_bundle).iterdir():
+        for f in Path(fixture_bundle).iterdir():
             z.write(f, f.name)
-    reference = Translator(tiny_bundle, threads=1).translate("Hallo", beam_size=1)[0].tokens
     for archive in (tgz, zpath):
-        tr = Translator(archive, threads=1)
+        tr = Translator(archive, threads=ORT_THREADS)
         assert tr.path.is_relative_to(tmp_path / "cache")
-        assert tr.translate("Hallo", beam_size=1)[0].tokens == reference
-    assert Translator(tgz, threads=1).path == Translator(tgz, threads=1).path   # unpacked once
+        assert tr.translate(GERMAN[0], beam_size=1)[0].text == ENGLISH[0]
+    assert Translator(tgz, threads=ORT_THREADS).path == Translator(tgz, threads=ORT_THREADS).path   # unpacked once
 
 
-def test_default_model_resolution(tiny_bundle, tmp_path, monkeypatch):
+def test_default_model_resolution(fixture_bundle, tmp_path, monkeypatch):
     monkeypatch.delenv("MT_MODEL", raising=False)
     monkeypatch.setattr(bundle, "MODELS_DIR", tmp_path / "models")
     with pytest.raises(BundleError, match="pass a bundle .* with -m"):
         bundle.default_model()
     (tmp_path / "models").mkdir()
-    copy_bundle(tiny_bundle, tmp_path / "models" / "b-model")
+    copy_bundle(fixture_bundle, tmp_path / "models" / "b-model")
     (tmp_path / "models" / "a-not-a-bundle").mkdir()
     assert bundle.default_model() == tmp_path / "models" / "b-model"
-    assert Translator(threads=1).path == (tmp_path / "models" / "b-model").resolve()
-    monkeypatch.setenv("MT_MODEL", str(tiny_bundle))
-    assert bundle.default_model() == Path(tiny_bundle)
+    assert Translator(threads=ORT_THREADS).path == (tmp_path / "models" / "b-model").resolve()
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    assert bundle.default_model() == Path(fixture_bundle)
 
 
 def test_shipped_models_live_next_to_the_package_source():
@@ -188,15 +222,18 @@ def test_shipped_models_live_next_to_the_package_source():
     assert bundle.MODELS_DIR == (Path(mtkit.runtime.__file__).parent.parent / "models").resolve()
 
 
-def test_broken_bundles_name_the_file(tiny_bundle, tmp_path):
+def test_broken_bundles_name_the_file(fixture_bundle, tmp_path):
     def broken(name, damage) -> Path:
-        d = copy_bundle(tiny_bundle, tmp_path / name)
+        d = copy_bundle(fixture_bundle, tmp_path / name)
         damage(d)
         return d
 
     def truncate(d):
         data = (d / "decoder.int8.onnx").read_bytes()
         (d / "decoder.int8.onnx").write_bytes(data[: len(data) // 3])
+
+    def garble(name):   # same size, so only opening the file finds the damage
+        return lambda d: (d / name).write_bytes(b"garbage".ljust((d / name).stat().st_size, b"\0"))
 
     def schema(d):
         cfg = json.loads((d / "config.json").read_text())
@@ -214,10 +251,11 @@ def test_broken_bundles_name_the_file(tiny_bundle, tmp_path):
         (d / "config.json").write_text(json.dumps(cfg))
 
     cases = [
-        (broken("truncated", truncate), "decoder.int8.onnx: not a usable ONNX model"),
+        (broken("truncated", truncate), r"decoder.int8.onnx: \d+ bytes, but config.json records \d+"),
+        (broken("garbled", garble("decoder.int8.onnx")), "decoder.int8.onnx: not a usable ONNX model"),
         (broken("schema", schema), "config.json: schema_version 99 is not supported"),
         (broken("notok", lambda d: (d / "tokenizer.model").unlink()), "tokenizer.model: missing"),
-        (broken("badtok", lambda d: (d / "tokenizer.model").write_bytes(b"garbage")), "tokenizer.model: not a SentencePiece"),
+        (broken("badtok", garble("tokenizer.model")), "tokenizer.model: not a SentencePiece"),
         (broken("vocab", vocab), "tokenizer.model: .* pieces, but config.json says vocab_size"),
         (broken("layers", layers), "encoder.int8.onnx: graph lacks cross_key_2"),
         (broken("noconfig", lambda d: (d / "config.json").unlink()), "config.json: missing"),

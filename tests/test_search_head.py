@@ -56,7 +56,7 @@ def test_head_is_the_top_of_the_last_positions_log_softmax(tmp_path, vocab, dtyp
     np.testing.assert_allclose(eos, logp[:, EOS_ID], atol=1e-4)
 
 
-def test_bundles_without_the_head_still_translate_alike(tiny_bundle, tmp_path):
+def test_bundles_without_the_head_still_translate_alike(fixture_bundle, tmp_path):
     """A bundle exported before the search head: its decoder lacks the head's outputs, the runtime
     ranks the logits in numpy, and the translations are the same."""
     import shutil
@@ -64,21 +64,25 @@ def test_bundles_without_the_head_still_translate_alike(tiny_bundle, tmp_path):
     import onnx
 
     from mtkit.runtime import Translator
+    from mtkit.runtime.checksums import record as record_checksums
 
     old = tmp_path / "old-bundle"
-    shutil.copytree(tiny_bundle, old)
+    shutil.copytree(fixture_bundle, old)
     model = onnx.load(str(old / "decoder.onnx"))
     head_outputs = [o for o in model.graph.output if o.name in (bf.TOP_LOGPROBS, bf.TOP_IDS, bf.EOS_LOGPROB)]
     for output in head_outputs:
         model.graph.output.remove(output)
     onnx.save(model, str(old / "decoder.onnx"))
+    record_checksums(old)                       # as that export would have recorded them
 
-    sentences = ["Ich habe Hunger.", "Wo ist der Bahnhof?", "Tom ist nicht hier."]
-    with_head = Translator(tiny_bundle, variant="fp32", threads=1)
-    without = Translator(old, variant="fp32", threads=1)
+    from conftest import ENGLISH, GERMAN, ORT_THREADS
+
+    sentences = GERMAN[:3]
+    with_head = Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS)
+    without = Translator(old, variant="fp32", threads=ORT_THREADS)
     assert with_head.backend.search_head_k == bf.SEARCH_HEAD_K and without.backend.search_head_k == 0
     for beam in (1, 4):
         a = with_head.translate(sentences, to="en", beam_size=beam)
         b = without.translate(sentences, to="en", beam_size=beam)
-        assert [t.text for t in a] == [t.text for t in b]
+        assert [t.text for t in a] == [t.text for t in b] == ENGLISH[:3]
         assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-4)

@@ -28,13 +28,13 @@ def translator(shipped) -> Translator:
 ])
 def test_parity_of_the_shipped_model(shipped, tmp_path, parity_data, target, sentences):
     """Rebuild fp32 graphs from the shipped half-precision checkpoint; the export itself fails
-    unless logits, greedy and beam-4 outputs match PyTorch on these real sentences."""
+    unless logits match PyTorch and greedy and beam-4 outputs agree (tie-aware) on these real sentences."""
     report = export_bundle(shipped / SHIPPED_CHECKPOINT, tmp_path / "fp32", parity_data=parity_data,
                            target_lang=target)
     fp32 = report.parity["variants"]["fp32"]
     assert report.parity["sentences"] == sentences
     assert fp32["max_abs_logit_diff"] <= 1e-4
-    assert fp32["greedy_match_rate"] == 1.0 and fp32["beam_match_rate"] == 1.0
+    assert fp32["greedy_differences"] == [] and fp32["beam_differences"] == []   # identical, or parted at a near-tie
 
 
 def test_shipped_bundle_is_small_and_int8(shipped, translator):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, tiny_run_dict
+from conftest import REPO, tiny_run_dict, train_tiny
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 from mtkit.train.config import RunConfig
 from mtkit.train.trainer import Interrupted, Trainer, TrainingDiverged
@@ -64,9 +64,10 @@ def test_nan_loss_is_caught(tmp_path):
         trainer.train()
 
 
-def test_outputs_of_a_finished_run(tiny_checkpoint):
-    out = tiny_checkpoint.parent
-    ckpt = load_checkpoint(tiny_checkpoint)
+def test_outputs_of_a_finished_run(tmp_path):
+    train_tiny(tmp_path)                                      # 4 short epochs
+    out = tmp_path
+    ckpt = load_checkpoint(out / "final.pt")
     # A checkpoint records its config, tokenizer path and vocabulary.
     assert ckpt["run_config"]["model"]["d_model"] == 64
     assert Path(ckpt["tokenizer_path"]).name == "tokenizer.model"
@@ -85,9 +86,9 @@ def test_outputs_of_a_finished_run(tiny_checkpoint):
     assert len(list((out / "checkpoints").glob("epoch*.pt"))) <= 3
 
 
-def test_corrupt_and_foreign_checkpoints(tmp_path, tiny_checkpoint):
+def test_corrupt_and_foreign_checkpoints(tmp_path, fixture_checkpoint):
     truncated = tmp_path / "truncated.pt"
-    truncated.write_bytes(tiny_checkpoint.read_bytes()[:5000])
+    truncated.write_bytes(fixture_checkpoint.read_bytes()[:5000])
     with pytest.raises(CheckpointError, match="truncated.pt: not a readable checkpoint"):
         load_checkpoint(truncated)
     foreign = tmp_path / "foreign.pt"
@@ -104,28 +105,63 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
     (tmp_path / "bad.toml").write_text("languages = [\n")
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "bad.toml")],
                             capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 2 and "invalid TOML" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 1 and "invalid TOML" in result.stderr and "Traceback" not in result.stderr
     (tmp_path / "unknown.toml").write_text('languages = ["de"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n'
                                            '[model]\nlayers = 3\n')
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "unknown.toml")],
                             capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 2 and "unknown key(s) in [model]: layers" in result.stderr
+    assert result.returncode == 1 and "unknown key(s) in [model]: layers" in result.stderr
     (tmp_path / "precision.toml").write_text('languages = ["de"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n'
                                              '[optim]\nprecision = "fp8"\n')
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "precision.toml")],
                             capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 2 and "precision must be" in result.stderr
+    assert result.returncode == 1 and "precision must be" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "precision.toml"), "--resume",
+                             "--init-from", "x.pt"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and "--resume and --init-from exclude each other" in result.stderr
 
 
-def test_warm_start_from_a_half_precision_checkpoint(tmp_path, tiny_checkpoint):
+def test_dev_bleu_decoding_is_capped_by_the_models_positions(fixture_checkpoint, monkeypatch):
+    """The dev BLEU's search gets the model's positions (64) as its cap, as the runtime's does; a larger
+    max_length is cut to it (DecodeOptions' own default is None: the model decides)."""
+    import sentencepiece as spm
+
+    from mtkit.runtime.decode_options import DecodeOptions
+    from mtkit.runtime.vocab import source_ids
+    from mtkit.train import trainer
+    from mtkit.train.checkpoint import load_model
+
+    searched = []
+
+    def decode_all(backend, sources, opts, *args, **kwargs):
+        searched.append(opts)
+        return real_decode_all(backend, sources, opts, *args, **kwargs)
+
+    real_decode_all = trainer.decode_all
+    monkeypatch.setattr(trainer, "decode_all", decode_all)
+    ckpt, model = load_model(fixture_checkpoint)
+    sp = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
+    source = source_ids(sp.encode("Tom nickt."), ckpt["language_tags"]["en"], 64)
+    for given in (None, 512):
+        trainer.translate_encoded(model, sp, [source], DecodeOptions(beam_size=1, max_length=given))
+    assert model.cfg.max_positions == 64 and [o.max_length for o in searched] == [64, 64]
+
+
+def test_warm_start_from_a_half_precision_checkpoint(tmp_path, fixture_checkpoint):
     """--init-from: the weights and tokenizer of another run (here stored in fp16, as models/ ships them),
     a fresh optimizer, the LR schedule continued from its step with a short ramp; a mismatch is refused."""
     from mtkit.train.trainer import REWARM_STEPS
 
-    ckpt = load_checkpoint(tiny_checkpoint)
+    ckpt = load_checkpoint(fixture_checkpoint)
     ckpt["model"] = {k: v.half() if v.is_floating_point() else v for k, v in ckpt["model"].items()}
     torch.save(ckpt, tmp_path / "fp16.pt")
-    trainer = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path / "warm", max_steps=ckpt["progress"]["step"] + 5)))
+
+    def same_shape(out: Path, **optim) -> dict:
+        """The tiny run, with the checkpoint's model shape and room for one more epoch after its last."""
+        raw = tiny_run_dict(out, epochs=ckpt["progress"]["epoch"] + 1, **optim)
+        return raw | {"model": dict(ckpt["run_config"]["model"])}
+
+    trainer = Trainer(RunConfig.from_dict(same_shape(tmp_path / "warm", max_steps=ckpt["progress"]["step"] + 5)))
     trainer.prepare(resume=False, init_from=tmp_path / "fp16.pt")
     assert (tmp_path / "warm" / "tokenizer.model").read_bytes() == ckpt["tokenizer_model"]
     for name, value in trainer.model.state_dict().items():
@@ -138,10 +174,11 @@ def test_warm_start_from_a_half_precision_checkpoint(tmp_path, tiny_checkpoint):
     trainer.train()
     assert trainer.state.step == start + 5
     assert trainer.dev_loss() < trained_loss + 0.2  # continues from the trained model, not from scratch
-    resumed = _trainer(tmp_path / "warm", resume=True)
+    resumed = Trainer(RunConfig.from_dict(same_shape(tmp_path / "warm")))
+    resumed.prepare(resume=True)
     assert resumed.state.rewarm_from == start
 
-    bigger = tiny_run_dict(tmp_path / "other")
+    bigger = same_shape(tmp_path / "other")
     bigger["model"]["encoder_layers"] = 3
     with pytest.raises(CheckpointError, match="encoder_layers: 2 there, 3 here"):
         Trainer(RunConfig.from_dict(bigger)).prepare(resume=False, init_from=tmp_path / "fp16.pt")

@@ -7,11 +7,12 @@ RNG states and data position.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import torch
+
+from mtkit.runtime.checksums import file_sha256  # noqa: F401  (the one implementation; re-exported for export)
 
 FORMAT = "mtkit-checkpoint"
 VERSION = 1
@@ -61,14 +62,6 @@ def load_model(path: Path):
         raise CheckpointError(f"{path}: model does not match its config ({type(e).__name__}: "
                               f"{str(e).splitlines()[0][:200]})") from None
     return ckpt, model.eval()
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def average_state_dicts(paths: list[Path]) -> dict:

@@ -1,20 +1,22 @@
-"""`mt-train CONFIG [--resume | --init-from CHECKPOINT]`."""
+"""`mt-train CONFIG [--resume | --init-from CHECKPOINT]`.
+
+Exit status: 0 trained, 1 error (config, data, checkpoint, output), 2 usage, 3 training diverged
+(a NaN or infinite loss), 130 interrupted (a resumable checkpoint is saved first). torch is
+imported only once a run starts, so `--help` and `--version` work without the `train` extra.
+"""
 
 from __future__ import annotations
 
 import sys
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
-from .checkpoint import CheckpointError
-from .config import RunConfig
-from .data import DataError
-from .trainer import Interrupted, Trainer, TrainingDiverged
+from mtkit.runtime.cli_support import CommandError, command
+
+EPILOG = "Exit status: 0 trained, 1 error, 2 usage, 3 training diverged, 130 interrupted."
 
 
-@click.command()
+@command("mt-train", epilog=EPILOG)
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--resume", is_flag=True, help="Continue the run in the config's output_dir from checkpoints/last.pt.")
 @click.option("--init-from", type=click.Path(dir_okay=False), default=None,
@@ -27,6 +29,14 @@ def main(config, resume, init_from, output_dir, max_steps, epochs):
     """Train a translation model described by a TOML CONFIG."""
     if resume and init_from:
         raise click.UsageError("--resume and --init-from exclude each other")
+    from rich.console import Console
+    from rich.markup import escape
+
+    from .checkpoint import CheckpointError
+    from .config import RunConfig
+    from .data import DataError
+    from .trainer import Interrupted, Trainer, TrainingDiverged
+
     console = Console(stderr=True)
     try:
         run = RunConfig.load(config)
@@ -40,8 +50,7 @@ def main(config, resume, init_from, output_dir, max_steps, epochs):
         trainer.prepare(resume, init_from)
         summary = trainer.train()
     except (DataError, CheckpointError, FileExistsError) as e:
-        console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
-        sys.exit(2)
+        raise CommandError(str(e)) from None
     except TrainingDiverged as e:
         console.print(f"[red]training diverged:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(3)

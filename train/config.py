@@ -1,12 +1,12 @@
 """A training run described in one TOML file: corpora, languages, tokenizer, model and optimisation.
 
 Relative corpus paths are resolved against `data_dir`, which is itself relative to the config
-file unless absolute; the environment variable MT_DATA_DIR overrides it.
+file unless absolute; the environment variable MT_DATA_DIR overrides it, and without either the
+default is the runtime's (`mtkit.runtime.data_dir`: shared/data beside the source checkout).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -15,7 +15,10 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from .data import CleaningReport, DataError, Pair, clean, read_parallel, read_tsv, split_holdout
+from mtkit.runtime.data_dir import ENV as DATA_DIR_ENV
+from mtkit.runtime.data_dir import default_data_dir
+
+from .data import CleaningReport, DataError, Pair, clean, read_parallel, read_tsv, split_holdout, subsample
 from .model import ModelConfig
 
 
@@ -32,6 +35,7 @@ class Corpus:
     tsv: str = ""
     both_directions: bool = False   # also add the reversed pairs (tgt -> src)
     repeat: int = 1                 # upsample a small corpus so it is not drowned by a big one
+    max_pairs: int = 0              # keep at most this many cleaned pairs (by hash, deterministic; 0 = all)
     suffix: str = ".gz"
 
     def load(self, data_dir: Path) -> list[Pair]:
@@ -56,7 +60,7 @@ class DataConfig:
     train: list[Corpus]
     dev: list[Corpus] = field(default_factory=list)
     test: list[Corpus] = field(default_factory=list)
-    data_dir: str = "../../shared/data"
+    data_dir: str = ""               # "" = the default data directory (mtkit.runtime.data_dir)
     holdout: int = 1000              # dev pairs held out of train when no dev corpus is given
     max_ratio: float = 3.0
     max_chars: int = 1000
@@ -151,10 +155,14 @@ class RunConfig:
         return asdict(self)
 
     def data_dir(self) -> Path:
-        if os.environ.get("MT_DATA_DIR"):
-            return Path(os.environ["MT_DATA_DIR"])
-        d = Path(self.data.data_dir)
-        return d if d.is_absolute() or not self.path else Path(self.path).parent / d
+        configured = None
+        if self.data.data_dir:
+            d = Path(self.data.data_dir)
+            configured = d if d.is_absolute() or not self.path else Path(self.path).parent / d
+        found = default_data_dir(configured)
+        if found is None:
+            raise DataError(f"{self.path or 'the run config'}: no data directory; set [data] data_dir or {DATA_DIR_ENV}")
+        return found
 
     def load_split(self, split: str, report: CleaningReport | None = None) -> list[Pair]:
         """The cleaned pairs of one split; dev falls back to a holdout of train."""
@@ -171,7 +179,8 @@ class RunConfig:
     def _load_train(self, data_dir: Path, report: CleaningReport | None) -> list[Pair]:
         # Cleaned per corpus (it drops duplicates), then repeated.
         pairs = [p for c in self.data.train
-                 for p in clean(c.load(data_dir), self.data.max_ratio, self.data.max_chars, report=report) * c.repeat]
+                 for p in subsample(clean(c.load(data_dir), self.data.max_ratio, self.data.max_chars, report=report),
+                                    c.max_pairs) * c.repeat]
         if not self.data.dev:
             pairs, _ = split_holdout(pairs, self.data.holdout)
         return pairs

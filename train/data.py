@@ -104,6 +104,17 @@ def clean(pairs: list[Pair], max_ratio: float = 3.0, max_chars: int = 1000, min_
     return kept
 
 
+def subsample(pairs: list[Pair], max_pairs: int) -> list[Pair]:
+    """At most `max_pairs` pairs, chosen by a hash of each pair so the choice is the same on every
+    machine and for every file order (a large corpus is weighted down without being dropped)."""
+    if not max_pairs or len(pairs) <= max_pairs:
+        return pairs
+    def digest(p: Pair) -> str:
+        return hashlib.sha1(f"{p.src_lang}{p.tgt_lang}\t{p.src}\t{p.tgt}".encode("utf-8")).hexdigest()
+    keep = set(map(id, sorted(pairs, key=digest)[:max_pairs]))
+    return [p for p in pairs if id(p) in keep]
+
+
 def split_holdout(pairs: list[Pair], size: int) -> tuple[list[Pair], list[Pair]]:
     """Deterministically hold out `size` pairs, chosen by a hash of the source side so that the
     choice does not depend on file order and a source sentence never lands in both parts."""

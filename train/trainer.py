@@ -476,6 +476,7 @@ class Trainer:
 
 def translate_encoded(model: Transformer, sp, sources: list[list[int]], opts: DecodeOptions,
                       device="cpu") -> list[str]:
-    """Decode encoder inputs with the PyTorch model and return detokenized best hypotheses."""
-    results = decode_all(TorchBackend(model, device), sources, opts)
+    """Decode encoder inputs with the PyTorch model and return detokenized best hypotheses
+    (`opts` capped by the model's positions, as the runtime caps them)."""
+    results = decode_all(TorchBackend(model, device), sources, opts.for_model(model.cfg.max_positions))
     return [sp.decode(r.hypotheses[0].tokens) if r.hypotheses else "" for r in results]

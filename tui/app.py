@@ -14,7 +14,6 @@ import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import click
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -23,6 +22,10 @@ from textual.timer import Timer
 from textual.validation import Integer, Number
 from textual.widgets import Footer, Header, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
 from textual.worker import WorkerState, get_current_worker
+
+from mtkit.runtime.cli_options import model_options
+from mtkit.runtime.cli_support import command, require
+from mtkit.runtime.decode_options import DecodeOptions, OptionError, field_help
 
 from .alignment_view import AlignmentView
 from .alternatives import Alternatives
@@ -35,6 +38,8 @@ from .state import (MAX_INPUT_CHARS, DecodeSettings, History, Outcome, bundle_di
 DEBOUNCE_SECONDS = 0.4
 PROVIDERS = [("auto", "auto"), ("CPU", "cpu"), ("CUDA", "cuda")]
 MODES = [("Greedy", "greedy"), ("Beam search", "beam"), ("Sampling", "sampling")]
+# The toolbar inputs: the DecodeOptions field each sets, its type and its name in messages.
+SETTINGS_INPUTS = {"beam": ("beam_size", int, "Beam size"), "temperature": ("temperature", float, "Temperature")}
 
 
 @dataclass
@@ -62,9 +67,11 @@ class MTApp(App):
     ]
 
     def __init__(self, model_path: str | Path | None = None, provider: str = "auto", variant: str = "auto",
-                 threads: int | None = None, debounce: float = DEBOUNCE_SECONDS, load_model: bool = True) -> None:
+                 threads: int | None = None, debounce: float = DEBOUNCE_SECONDS, load_model: bool = True,
+                 direction: tuple[str | None, str | None] = (None, None)) -> None:
         super().__init__()
         self.model_path = None if model_path is None else str(model_path)
+        self.requested_direction = direction    # (--from, --to), either may be None: used at the first load
         self.provider_request = provider
         self.variant = variant
         self.threads = threads
@@ -93,11 +100,12 @@ class MTApp(App):
             yield Label("Decoding", classes="tb-label")
             yield Select(MODES, value=self.settings.mode, allow_blank=False, compact=True, id="mode")
             yield Label("beam", classes="tb-label")
+            # Beyond the toolbar's maximum, DecodeOptions checks the values (as it checks the CLIs' flags).
             yield Input(str(self.settings.beam_size), type="integer", compact=True, id="beam",
-                        validators=[Integer(minimum=1, maximum=16)], tooltip="beam size, 1-16")
+                        validators=[Integer(maximum=16)], tooltip=f"{field_help('beam_size')} At most 16 here.")
             yield Label("temp", classes="tb-label")
             yield Input(f"{self.settings.temperature:g}", type="number", compact=True, id="temperature",
-                        validators=[Number(minimum=0.05, maximum=5.0)], tooltip="sampling temperature, 0.05-5",
+                        validators=[Number(maximum=5.0)], tooltip=f"{field_help('temperature')} At most 5 here.",
                         disabled=True)
             yield Label("Provider", classes="tb-label")
             yield Select(PROVIDERS, value=self.provider_request, allow_blank=False, compact=True, id="provider")
@@ -186,7 +194,7 @@ class MTApp(App):
         self.sub_title = f"{Path(str(translator.path)).name} · {translator.variant}"
         directions = self.directions = bundle_directions(translator.config)
         select = self.query_one("#direction", Select)
-        keep = self.direction if self.direction in directions else (directions[0] if directions else None)
+        keep = self.direction if self.direction in directions else self._first_direction(directions)
         with select.prevent(Select.Changed):
             select.set_options([(direction_label(d), d) for d in directions])
             if keep is not None:
@@ -203,6 +211,16 @@ class MTApp(App):
         if provider == "cuda" and actual != "cuda":
             self.notify(f"CUDA was asked for, but the runtime runs on {actual.upper()}.", severity="warning")
         self._invalidate(delay=0)
+
+    def _first_direction(self, directions: list[tuple[str, str]]) -> tuple[str, str] | None:
+        """The direction asked for with --from / --to (once), else the bundle's first."""
+        source, target = self.requested_direction
+        self.requested_direction = (None, None)
+        wanted = [d for d in directions if source in (None, d[0]) and target in (None, d[1])]
+        if (source or target) and not wanted:
+            self.notify(f"This model does not translate {source or '*'} → {target or '*'}; its directions: "
+                        f"{', '.join(map(direction_label, directions))}.", severity="warning", timeout=8)
+        return (wanted or directions or [None])[0]
 
     def _load_failed(self, load_id: int, path: str | None, provider: str, error: Exception) -> None:
         if load_id != self._load_id:
@@ -292,8 +310,8 @@ class MTApp(App):
                     # An over-long sentence warns on stderr, which would scribble over the screen;
                     # the same message comes back in Translation.warnings and is shown in the UI.
                     warnings.simplefilter("ignore")
-                    translations = request.translator.translate(
-                        texts, to=request.direction[1], return_alignment=True, **request.settings.translate_kwargs())
+                    translations = request.translator.translate(texts, to=request.direction[1],
+                                                                options=request.settings.options())
             except Exception as e:   # TranslationError, a CUDA failure, ...: shown, never a crash
                 self.call_from_thread(self._translation_failed, request.generation, e)
                 return
@@ -384,17 +402,19 @@ class MTApp(App):
             self.load(self.model_path, event.value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id not in ("beam", "temperature"):
+        if event.input.id not in SETTINGS_INPUTS:
             return
+        name, kind, label = SETTINGS_INPUTS[event.input.id]
         if event.validation_result is not None and not event.validation_result.is_valid:
-            name = "Beam size" if event.input.id == "beam" else "Temperature"
-            self.set_error(event.input.id, f"{name}: {' '.join(event.validation_result.failure_descriptions)}")
+            self.set_error(event.input.id, f"{label}: {' '.join(event.validation_result.failure_descriptions)}")
+            return
+        try:
+            DecodeOptions(**{name: kind(event.value)})          # the runtime's rule for this value
+        except OptionError as e:
+            self.set_error(event.input.id, e.message(lambda field: label if field == name else field))
             return
         self.set_error(event.input.id, "")
-        if event.input.id == "beam":
-            self.settings.beam_size = int(event.value)
-        else:
-            self.settings.temperature = float(event.value)
+        setattr(self.settings, name, kind(event.value))
         self._invalidate(delay=self.debounce)
 
     def on_option_list_option_selected(self, event: HistoryList.OptionSelected) -> None:
@@ -471,17 +491,13 @@ class MTApp(App):
         self.push_screen(OpenModelScreen(current), opened)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-m", "--model", "model", default=None, metavar="PATH",
-              help="Model bundle: a directory written by mt-export, or a .tar.gz / .zip of one. "
-                   "Default: $MT_MODEL, else the first bundle in models/.")
-@click.option("--provider", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
-              help="Where to run the model; auto uses CUDA when ONNX Runtime has it.")
-@click.option("--variant", default="auto", show_default=True, help="Precision variant: auto, fp32, fp16 or int8.")
-@click.option("--threads", type=int, default=None, help="CPU threads for ONNX Runtime (default: its own choice).")
-def main(model: str | None, provider: str, variant: str, threads: int | None) -> None:
+@command("mt-tui")
+@model_options
+def main(model: str | None, from_lang: str | None, to: str | None, provider: str, variant: str,
+         threads: int | None) -> None:
     """Translate interactively in the terminal: live as you type, fully offline."""
-    MTApp(model_path=model, provider=provider, variant=variant, threads=threads).run()
+    require("onnxruntime")          # one line now rather than an error inside the app (imported later, in a worker)
+    MTApp(model_path=model, provider=provider, variant=variant, threads=threads, direction=(from_lang, to)).run()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mtkit.runtime.decode_options import DecodeOptions
+
+DEFAULTS = DecodeOptions()
+
 # Characters of input above which the app refuses to translate: live translation re-runs on
 # every pause in typing, and a terminal pane is no place for a book (use mt-translate for files).
 MAX_INPUT_CHARS = 5000
@@ -44,22 +48,27 @@ def bundle_directions(config) -> list[tuple[str, str]]:
 
 @dataclass
 class DecodeSettings:
-    mode: str = "beam"          # "greedy" | "beam" | "sampling"
-    beam_size: int = 4
-    temperature: float = 1.0
+    """The toolbar's decoding choices, with the runtime's defaults; `options()` turns them into the
+    runtime's `DecodeOptions`, which checks them as it checks the CLIs' flags."""
 
-    def translate_kwargs(self) -> dict:
-        """Keyword arguments for `Translator.translate`."""
+    mode: str = "beam"          # "greedy" | "beam" | "sampling"
+    beam_size: int = DEFAULTS.beam_size
+    temperature: float = DEFAULTS.temperature
+
+    def options(self) -> DecodeOptions:
+        """The options for `Translator.translate`, alignment included (the panel shows it); an
+        `OptionError` for a value out of range."""
         if self.mode == "sampling":
-            return {"beam_size": 1, "sampling": True, "temperature": self.temperature}
-        if self.mode == "greedy" or self.beam_size <= 1:
-            return {"beam_size": 1, "num_hypotheses": 1}
-        return {"beam_size": self.beam_size, "num_hypotheses": min(self.beam_size, MAX_NBEST)}
+            return DecodeOptions(beam_size=1, sampling=True, temperature=self.temperature, return_alignment=True)
+        if self.mode == "greedy" or self.beam_size == 1:
+            return DecodeOptions(beam_size=1, return_alignment=True)
+        return DecodeOptions(beam_size=self.beam_size, num_hypotheses=min(max(self.beam_size, 1), MAX_NBEST),
+                             return_alignment=True)
 
     def describe(self) -> str:
         if self.mode == "sampling":
             return f"sampling T={self.temperature:g}"
-        if self.mode == "greedy" or self.beam_size <= 1:
+        if self.mode == "greedy" or self.beam_size == 1:
             return "greedy"
         return f"beam {self.beam_size}"
 

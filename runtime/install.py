@@ -1,0 +1,139 @@
+"""Installing and removing models in the user's models directory (`model_store.models_dir`).
+
+An install is atomic: the bundle is downloaded and unpacked (or copied) into a hidden temporary
+directory inside the models directory, every file is checked against the sha256 and size that
+config.json records, and only then is it renamed to its name. Any failure or interruption removes
+the temporary directory, so a model is either fully installed and verified or not there at all.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from . import bundle, checksums, model_store
+from . import bundle_format as bf
+from .bundle_format import BundleError
+
+CHUNK = 1 << 16
+TIMEOUT_S = 60            # per network operation; a stalled server fails instead of hanging
+
+
+class InstallError(BundleError):
+    """A model that cannot be installed or removed; the message says why (naming the file at fault)."""
+
+
+def is_url(source: str) -> bool:
+    return urllib.parse.urlsplit(source).scheme in ("http", "https")
+
+
+def default_name(source: str) -> str:
+    """The name a model gets without --name: its directory's or archive's name, without the suffix."""
+    if is_url(source):
+        source = urllib.parse.unquote(urllib.parse.urlsplit(source).path)
+    return bundle.archive_stem(Path(source.rstrip("/")).name)
+
+
+def install(source: str, name: str | None = None, force: bool = False,
+            show_progress: Callable[[int | None], Callable[[int], None]] | None = None) -> Path:
+    """Install the bundle at `source` (a bundle directory, a .tar.gz / .zip archive, or an http(s) URL of
+    one) as `name`, and return its directory. `show_progress(total_bytes)` gives a callback that a
+    download calls with each chunk's size."""
+    name = name or default_name(source)
+    if not model_store.is_model_name(name):
+        raise InstallError(f"{name!r} is not a valid model name (letters, digits, '.', '_', '-'); pass --name")
+    root = model_store.models_dir()
+    target = root / name
+    if target.exists() and not force:
+        raise InstallError(f"{name}: already installed in {target} (pass --force to replace it)")
+    if not is_url(source) and not Path(source).exists():
+        raise InstallError(f"{source}: no such file or directory")
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".install-{name}-", dir=root))
+    try:
+        found = fetch(source, staging, show_progress)
+        config = bf.BundleConfig.load(found)
+        verification = checksums.verify(found, config)
+        if verification.recorded and not verification.ok:
+            raise InstallError(f"{source}: {'; '.join(verification.problems)}; nothing was installed")
+        try:
+            if target.exists():     # --force: the old model moves out whole, the new one in whole
+                os.replace(target, staging / "replaced")
+            os.replace(found, target)
+        except OSError as e:        # e.g. the same name installed meanwhile by another process
+            raise InstallError(f"{name}: cannot move the verified model into {target} ({e}); "
+                               "nothing was installed") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def fetch(source: str, staging: Path, show_progress) -> Path:
+    """Bring the bundle at `source` into `staging` and return its directory there."""
+    if is_url(source):
+        archive = staging / "download"
+        download(source, archive, show_progress)
+        return unpack(archive, staging, source)
+    path = Path(source)
+    if path.is_dir():
+        if not bundle.is_bundle_dir(path):
+            raise InstallError(f"{path / bf.CONFIG_FILE}: missing; is {path} a model bundle written by mt-export?")
+        copy = staging / "bundle"
+        shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".*"))
+        return copy
+    return unpack(path, staging, source)
+
+
+def unpack(archive: Path, staging: Path, source: str) -> Path:
+    unpacked = staging / "unpacked"
+    unpacked.mkdir()
+    bundle.extract_archive(archive, unpacked)
+    return bundle.find_bundle(unpacked, source)
+
+
+def download(url: str, dest: Path, show_progress=None) -> None:
+    """Stream `url` into `dest`; an error if it fails or ends before its Content-Length."""
+    from mtkit import __version__
+
+    request = urllib.request.Request(url, headers={"User-Agent": f"mtkit/{__version__}"})
+    received, total = 0, None
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response, open(dest, "wb") as out:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            advance = show_progress(total) if show_progress else None
+            while chunk := response.read(CHUNK):
+                out.write(chunk)
+                received += len(chunk)
+                if advance:
+                    advance(len(chunk))
+    except urllib.error.HTTPError as e:
+        raise InstallError(f"{url}: HTTP {e.code} {e.reason}") from None
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as e:   # OSError: timeouts, resets
+        reason = getattr(e, "reason", None) or e
+        raise InstallError(f"{url}: download failed ({type(e).__name__}: {reason})") from None
+    if total is not None and received != total:
+        raise InstallError(f"{url}: download incomplete ({received} of {total} bytes); nothing was installed")
+
+
+def remove(name: str) -> Path:
+    """Remove the installed model `name` (never a shipped one); returns where it was."""
+    target = model_store.installed_models().get(name)
+    if target is None:
+        shipped = bundle.shipped_models().get(name)
+        if shipped is not None:
+            raise InstallError(f"{name}: shipped with mtkit in {shipped}, not installed; "
+                               "mt-models remove only removes installed models")
+        raise InstallError(f"{name}: no such installed model in {model_store.models_dir()} "
+                           "(mt-models list shows the models)")
+    # Renamed first, so the name is gone at once and a failed delete leaves only a hidden directory.
+    doomed = Path(tempfile.mkdtemp(prefix=f".remove-{name}-", dir=target.parent))
+    os.replace(target, doomed / name)
+    shutil.rmtree(doomed, ignore_errors=True)
+    return target

@@ -1,0 +1,147 @@
+"""What the six commands share (runtime/cli_support.py, runtime/cli_options.py): the same options with
+the same help, --version, the exit statuses, and one line instead of a traceback when an extra is
+missing.
+
+The console scripts run in subprocesses. A missing extra is made real, without a second venv: a
+`sitecustomize` on PYTHONPATH puts a meta-path finder in front of the others that finds nothing for
+the packages named in MT_TEST_BLOCK, so importing them fails as it does where they are not
+installed. The product code is not patched."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import mtkit
+from conftest import GERMAN, ENGLISH, ORT_THREADS
+
+BIN = Path(sys.executable).parent
+COMMANDS = ["mt-translate", "mt-eval", "mt-tui", "mt-train", "mt-export", "mt-bench"]
+EXTRAS = "onnxruntime,torch,ctranslate2"
+TATOEBA = Path(__file__).parent / "fixtures" / "tatoeba"
+
+BLOCKER = '''\
+import os
+import sys
+
+BLOCKED = set(os.environ.get("MT_TEST_BLOCK", "").split(","))
+
+
+class NotInstalled:
+    """Finds none of the blocked packages, as where they are not installed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
+'''
+
+
+@pytest.fixture(scope="module")
+def without(tmp_path_factory):
+    """run(block, command, *args): a console script with the packages in `block` missing."""
+    shim = tmp_path_factory.mktemp("no-extras")
+    (shim / "sitecustomize.py").write_text(BLOCKER)
+
+    def run(block: str, command: str, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": str(shim), "MT_TEST_BLOCK": block, "OMP_NUM_THREADS": "1"}
+        return subprocess.run([str(BIN / command), *map(str, args)], capture_output=True, text=True, timeout=120,
+                              env=env, stdin=subprocess.DEVNULL)
+    return run
+
+
+def test_the_blocker_works(without):
+    probe = without(EXTRAS, "python", "-c", "import onnxruntime")
+    assert probe.returncode == 1 and "No module named 'onnxruntime'" in probe.stderr
+    assert without("", "python", "-c", "import onnxruntime").returncode == 0
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_version_and_usage_errors_need_no_extra(without, command):
+    version = without(EXTRAS, command, "--version")
+    assert version.returncode == 0 and version.stdout == f"{command} {mtkit.__version__}\n", version.stderr
+    shown = without(EXTRAS, command, "--help")
+    assert shown.returncode == 0 and shown.stdout.startswith(f"Usage: {command} ") and "--version" in shown.stdout
+    bad = without(EXTRAS, command, "--no-such-flag")
+    assert bad.returncode == 2 and "No such option '--no-such-flag'" in bad.stderr
+    assert "Traceback" not in version.stderr + shown.stderr + bad.stderr
+
+
+@pytest.mark.parametrize("block, command, args, extras", [
+    (EXTRAS, "mt-translate", ["Tom nickt."], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
+    (EXTRAS, "mt-eval", ["-s", TATOEBA / "dev.de", "-r", TATOEBA / "dev.en"], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
+    (EXTRAS, "mt-tui", [], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
+    (EXTRAS, "mt-eval", ["-m", "CHECKPOINT", "-s", TATOEBA / "dev.de", "-r", TATOEBA / "dev.en"], ["'mtkit[train]'"]),
+    (EXTRAS, "mt-train", ["configs/multi30k_de_en.toml"], ["'mtkit[train]'"]),
+    (EXTRAS, "mt-export", ["CHECKPOINT"], ["'mtkit[train]'"]),
+    (EXTRAS, "mt-bench", ["CHECKPOINT"], ["'mtkit[train]'"]),
+    ("ctranslate2", "mt-bench", ["CHECKPOINT"], ["'mtkit[bench]'"]),
+])
+def test_a_missing_extra_is_one_line_naming_it(without, fixture_bundle, fixture_checkpoint, monkeypatch,
+                                               block, command, args, extras):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    out = without(block, command, *[fixture_checkpoint if a == "CHECKPOINT" else a for a in args])
+    assert out.returncode == 1 and out.stdout == "", out.stderr
+    [line] = out.stderr.splitlines()
+    assert line.startswith(f"{command}: error: ") and "is not installed" in line and "Traceback" not in out.stderr
+    assert all(extra in line for extra in extras), line
+
+
+def option_lines(command, runner=CliRunner()) -> dict[str, str]:
+    """Each option's entry in `command --help` (flags, metavar, help, default), whitespace normalised,
+    by its long flag (a wide terminal, so that no help text wraps)."""
+    shown = runner.invoke(command, ["--help"], terminal_width=1000, max_content_width=1000).output
+    options = shown.split("Options:\n", 1)[1].split("\n\n", 1)[0]          # the epilog follows a blank line
+    lines, flag = {}, None
+    for line in options.splitlines():
+        words = line.split()
+        if words[0].startswith("-"):        # an option's first line; its help may follow on the next
+            flag = next(w.rstrip(",") for w in words if w.startswith("--"))
+            lines[flag] = ""
+        lines[flag] = " ".join([*lines[flag].split(), *words])
+    return lines
+
+
+def test_shared_options_read_the_same_in_every_command():
+    from mtkit.runtime.cli import main as translate
+    from mtkit.runtime.eval_cli import main as evaluate
+    from mtkit.tui.app import main as tui
+
+    shared = ["--model", "--from", "--to", "--provider", "--variant", "--threads"]
+    seen = {name: option_lines(cmd) for name, cmd in (("translate", translate), ("eval", evaluate), ("tui", tui))}
+    for option in shared:
+        assert seen["translate"][option] == seen["eval"][option] == seen["tui"][option], option
+    # The decoding flags come from DecodeOptions: mt-eval has them all but the n-best and the alignment.
+    decoding = ["--greedy", "--beam-size", "--length-penalty", "--sampling", "--temperature", "--top-k", "--top-p",
+                "--seed", "--no-repeat-ngram", "--max-length-ratio"]
+    for option in decoding:
+        assert seen["translate"][option] == seen["eval"][option], option
+    assert "--n-best" in seen["translate"] and "--n-best" not in seen["eval"]
+
+
+def test_interrupted_exits_130_without_a_traceback(fixture_bundle):
+    """Ctrl-C while mt-translate waits for the next line of stdin."""
+    proc = subprocess.Popen([str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS),
+                             "--batch-size", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        proc.stdin.write(f"{GERMAN[0]}\n".encode())
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready and proc.stdout.readline().decode() == ENGLISH[0] + "\n"    # it is now reading stdin
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "mt-translate: interrupted" in err.decode()
+    assert "Traceback" not in err.decode()

@@ -1,0 +1,69 @@
+"""`DecodeOptions`: the one definition of decoding options, its defaults, its rules and its flags."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mtkit.runtime import DecodeOptions, OptionError, TranslationError
+from mtkit.runtime.cli_options import flag
+
+
+def test_defaults_are_one_set_and_frozen():
+    o = DecodeOptions()
+    assert (o.beam_size, o.num_hypotheses, o.length_penalty, o.sampling, o.max_length_ratio) == (4, 1, 1.0, False, 1.5)
+    assert o.max_length is None                    # the model's positions decide (Translator, trainer, CT2 runner)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.beam_size = 1
+    assert dataclasses.replace(o, beam_size=1).beam_size == 1 and o.beam_size == 4
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(beam_size=0), "beam_size must be at least 1, not 0"),
+    (dict(num_hypotheses=0), "num_hypotheses must be at least 1, not 0"),
+    (dict(num_hypotheses=5), "num_hypotheses (5) cannot exceed beam_size (4) without sampling"),
+    (dict(temperature=0.0), "temperature must be positive, not 0.0"),
+    (dict(top_k=-1), "top_k must be 0 (off) or positive, not -1"),
+    (dict(top_p=0.0), "top_p must be in (0, 1], not 0.0"),
+    (dict(top_p=1.5), "top_p must be in (0, 1], not 1.5"),
+    (dict(no_repeat_ngram_size=-1), "no_repeat_ngram_size must be 0 (off) or positive, not -1"),
+    (dict(max_length_ratio=0.0), "max_length_ratio must be positive, not 0.0"),
+    (dict(max_length_extra=-1), "max_length_extra must be 0 or positive, not -1"),
+    (dict(max_length=1), "max_length must be at least 2, not 1"),
+])
+def test_out_of_range_values_are_refused(values, message):
+    with pytest.raises(OptionError) as info:
+        DecodeOptions(**values)
+    assert str(info.value) == message
+    assert isinstance(info.value, TranslationError) and isinstance(info.value, ValueError)
+    with pytest.raises(OptionError):              # replace() checks again
+        dataclasses.replace(DecodeOptions(), **values)
+
+
+def test_values_at_the_edges_are_accepted():
+    DecodeOptions(beam_size=1, num_hypotheses=1, top_p=1.0, top_k=0, max_length=2, max_length_extra=0)
+    DecodeOptions(beam_size=1, num_hypotheses=8, sampling=True)         # n samples need no beam
+    DecodeOptions(temperature=1e-3, top_p=1e-6, length_penalty=-1.0, seed=0)
+
+
+def test_messages_can_name_flags_instead_of_fields():
+    with pytest.raises(OptionError) as info:
+        DecodeOptions(beam_size=4, num_hypotheses=5)
+    assert info.value.message(flag) == "--n-best (5) cannot exceed --beam-size (4) without --sampling"
+
+
+def test_every_flag_is_unique_and_explained():
+    flagged = [f for f in dataclasses.fields(DecodeOptions) if f.metadata["flag"]]
+    flags = [f.metadata["flag"] for f in flagged]
+    assert len(set(flags)) == len(flags) and all(f.startswith("--") for f in flags)
+    assert all(f.metadata["help"].endswith(".") for f in flagged)
+    # The API-only fields have no flag: the model sets the length cap, the ratio's constant stays fixed.
+    assert {f.name for f in dataclasses.fields(DecodeOptions)} - {f.name for f in flagged} == \
+        {"max_length", "max_length_extra"}
+
+
+def test_the_model_caps_max_length():
+    assert DecodeOptions().for_model(256).max_length == 256
+    assert DecodeOptions(max_length=512).for_model(256).max_length == 256
+    assert DecodeOptions(max_length=100).for_model(256).max_length == 100

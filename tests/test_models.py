@@ -1,0 +1,306 @@
+"""Model management: checksums in config.json, `mt-models` (list, info, verify, install, remove),
+and resolving a model by name. Downloads come from an HTTP server on 127.0.0.1 in a thread."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+import threading
+import time
+import zipfile
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ENGLISH, GERMAN, ORT_THREADS
+from mtkit.runtime import ModelLoadError, Translator, bundle, checksums, install, model_store
+from mtkit.runtime.bundle_format import BundleConfig
+from mtkit.runtime.models_cli import cli
+
+
+@pytest.fixture(autouse=True)
+def models_dir(tmp_path, monkeypatch) -> Path:
+    """An empty models directory, and no default model from the environment."""
+    monkeypatch.setenv("MT_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MT_MODEL", raising=False)
+    return tmp_path / "models"
+
+
+def mt_models(*args: str):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def translates(model) -> bool:
+    return Translator(model, threads=ORT_THREADS).translate(GERMAN[0], beam_size=1)[0].text == ENGLISH[0]
+
+
+def copy_bundle(fixture_bundle, dest: Path) -> Path:
+    return Path(shutil.copytree(fixture_bundle, dest))
+
+
+def corrupt(directory: Path, name: str = "decoder.int8.onnx") -> None:
+    """Overwrite 100 bytes in the middle of a file, keeping its size."""
+    path = directory / name
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 100] = bytes(255 - b for b in data[middle:middle + 100])
+    path.write_bytes(bytes(data))
+
+
+def make_tgz(directory: Path, dest: Path) -> Path:
+    with tarfile.open(dest, "w:gz") as tar:
+        tar.add(directory, arcname=directory.name)
+    return dest
+
+
+def leftovers(models_dir: Path) -> list[str]:
+    return sorted(p.name for p in models_dir.iterdir()) if models_dir.exists() else []
+
+
+# ----- checksums ------------------------------------------------------------------------------------
+
+
+def test_export_records_every_files_checksum(fixture_bundle):
+    config = BundleConfig.load(fixture_bundle)
+    names = sorted(p.name for p in fixture_bundle.iterdir() if p.name != "config.json")
+    assert sorted(config.files) == names
+    for name, entry in config.files.items():
+        assert entry == {"sha256": checksums.file_sha256(fixture_bundle / name),
+                         "bytes": (fixture_bundle / name).stat().st_size}
+    assert checksums.verify(fixture_bundle).ok
+
+
+def test_the_shipped_model_verifies():
+    result = checksums.verify(bundle.MODELS_DIR / "de-en")
+    assert result.ok and {"encoder.int8.onnx", "decoder.int8.onnx", "tokenizer.model"} <= set(result.checked)
+    assert result.absent_optional == [] and result.unrecorded == []
+
+
+def test_a_load_checks_the_sizes_of_the_files_it_opens(fixture_bundle, tmp_path):
+    d = copy_bundle(fixture_bundle, tmp_path / "grown")
+    with open(d / "encoder.int8.onnx", "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ModelLoadError, match=r"encoder.int8.onnx: \d+ bytes, but config.json records"):
+        Translator(d, threads=ORT_THREADS)
+
+
+def test_a_bundle_without_checksums_still_loads(fixture_bundle, tmp_path):
+    d = copy_bundle(fixture_bundle, tmp_path / "old")
+    config = json.loads((d / "config.json").read_text())
+    del config["files"]
+    (d / "config.json").write_text(json.dumps(config))
+    with open(d / "parity.json", "a") as f:   # unchecked: nothing recorded to compare with
+        f.write(" ")
+    assert translates(d)
+    result = mt_models("verify", d)
+    assert result.exit_code == 1 and "records no checksums" in result.stderr
+    result = mt_models("install", d)
+    assert result.exit_code == 0 and "installed without verification" in result.stderr
+    assert translates("old")
+
+
+def test_verify_names_a_file_changed_in_place(fixture_bundle, tmp_path):
+    d = copy_bundle(fixture_bundle, tmp_path / "corrupt")
+    size = (d / "decoder.int8.onnx").stat().st_size
+    corrupt(d)
+    assert (d / "decoder.int8.onnx").stat().st_size == size
+    Translator(d, threads=ORT_THREADS)   # the size is right, so a load does not notice
+    result = mt_models("verify", d)
+    assert result.exit_code == 1
+    assert "decoder.int8.onnx: sha256 does not match" in result.stderr
+    assert "encoder" not in result.stderr and "tokenizer" not in result.stderr
+
+
+# ----- mt-models over a models directory ----------------------------------------------------------------
+
+
+def test_install_list_info_verify_remove(fixture_bundle, tmp_path, models_dir):
+    source = copy_bundle(fixture_bundle, tmp_path / "tiny-de-en")
+    result = mt_models("install", source)
+    assert result.exit_code == 0, result.output
+    assert "installed tiny-de-en" in result.stdout and "6 files verified" in result.stdout
+    assert leftovers(models_dir) == ["tiny-de-en"]
+
+    listing = mt_models("list")
+    assert listing.exit_code == 0
+    rows = {line.split()[0]: line for line in listing.stdout.splitlines()[1:] if line.strip()}
+    assert "installed" in rows["tiny-de-en"] and "de->en, en->de" in rows["tiny-de-en"]
+    assert "shipped" in rows["de-en*"]               # the shipped model is the default (*)
+    assert f"models directory: {models_dir}" in listing.stdout
+
+    info = mt_models("info", "tiny-de-en")
+    assert info.exit_code == 0
+    assert "source     installed" in info.stdout and "fp32" in info.stdout and "int8" in info.stdout
+    assert "6 files recorded" in info.stdout
+
+    verify = mt_models("verify", "tiny-de-en")
+    assert verify.exit_code == 0 and "6 files verified" in verify.stdout
+
+    assert translates("tiny-de-en")
+    assert Translator("tiny-de-en", threads=ORT_THREADS).path == (models_dir / "tiny-de-en").resolve()
+
+    removed = mt_models("remove", "tiny-de-en")
+    assert removed.exit_code == 0 and leftovers(models_dir) == []
+    assert "tiny-de-en" not in mt_models("list").stdout
+    gone = mt_models("info", "tiny-de-en")
+    assert gone.exit_code == 1 and "mt-models list shows the models" in gone.stderr
+
+
+def test_install_from_archives(fixture_bundle, tmp_path, models_dir):
+    tgz = make_tgz(copy_bundle(fixture_bundle, tmp_path / "from-tgz"), tmp_path / "from-tgz.tar.gz")
+    zpath = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(zpath, "w") as z:              # files at the archive's root
+        for f in fixture_bundle.iterdir():
+            z.write(f, f.name)
+    assert mt_models("install", tgz).exit_code == 0
+    assert mt_models("install", zpath, "--name", "from-zip").exit_code == 0
+    assert leftovers(models_dir) == ["from-tgz", "from-zip"]
+    assert translates("from-tgz") and translates("from-zip")
+
+
+def test_install_keeps_an_installed_model_unless_forced(fixture_bundle, models_dir):
+    assert mt_models("install", fixture_bundle, "--name", "m").exit_code == 0
+    again = mt_models("install", fixture_bundle, "--name", "m")
+    assert again.exit_code == 1 and "already installed" in again.stderr and "--force" in again.stderr
+    assert mt_models("install", fixture_bundle, "--name", "m", "--force").exit_code == 0
+    assert leftovers(models_dir) == ["m"] and translates("m")
+
+
+def test_install_refuses_a_corrupted_bundle_and_leaves_nothing(fixture_bundle, tmp_path, models_dir):
+    d = copy_bundle(fixture_bundle, tmp_path / "corrupt")
+    corrupt(d)
+    for source in (d, make_tgz(d, tmp_path / "corrupt.tar.gz")):
+        result = mt_models("install", source)
+        assert result.exit_code == 1
+        assert "decoder.int8.onnx: sha256 does not match" in result.stderr and "nothing was installed" in result.stderr
+        assert leftovers(models_dir) == []
+
+
+def test_list_shows_a_broken_model_without_failing(models_dir):
+    (models_dir / "broken").mkdir(parents=True)
+    (models_dir / "broken" / "config.json").write_text("{")
+    result = mt_models("list")
+    assert result.exit_code == 0 and "de-en*" in result.stdout
+    assert "broken: " in result.stdout and "config.json: not valid JSON" in result.stdout
+
+
+def test_errors_and_usage(fixture_bundle, tmp_path):
+    assert mt_models("--version").stdout.startswith("mt-models ")
+    assert mt_models("install").exit_code == 2                    # usage: SOURCE missing
+    assert mt_models("frobnicate").exit_code == 2
+    missing = mt_models("install", tmp_path / "nowhere")
+    assert missing.exit_code == 1 and "nowhere: no such file or directory" in missing.stderr
+    bad_name = mt_models("install", fixture_bundle, "--name", "../escape")
+    assert bad_name.exit_code == 1 and "not a valid model name" in bad_name.stderr
+    shipped = mt_models("remove", "de-en")
+    assert shipped.exit_code == 1 and "not installed" in shipped.stderr
+    assert (bundle.MODELS_DIR / "de-en" / "config.json").is_file()
+
+
+# ----- resolving a name ---------------------------------------------------------------------------------
+
+
+def test_names_resolve_installed_first_then_shipped_and_paths_win(fixture_bundle, tmp_path, monkeypatch, models_dir):
+    assert bundle.resolve_model("de-en") == (bundle.MODELS_DIR / "de-en").resolve()   # shipped
+    install.install(str(fixture_bundle), "de-en")                                      # a user's copy wins
+    assert bundle.resolve_model("de-en") == (models_dir / "de-en").resolve()
+    monkeypatch.chdir(tmp_path)
+    copy_bundle(fixture_bundle, tmp_path / "de-en-local")
+    (tmp_path / "de-en").mkdir()                                 # an existing path is a path, even if empty
+    with pytest.raises(ModelLoadError, match="de-en/config.json: missing"):
+        Translator("de-en")
+    assert Translator("de-en-local", threads=ORT_THREADS).path == (tmp_path / "de-en-local").resolve()
+    monkeypatch.setenv("MT_MODEL", "de-en-local")
+    assert Translator(threads=ORT_THREADS).path == (tmp_path / "de-en-local").resolve()
+    with pytest.raises(ModelLoadError, match="no-such-model: no such file or directory, nor a model of that name"):
+        Translator("no-such-model")
+
+
+def test_models_dir_defaults_to_the_user_data_dir(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.delenv("MT_MODELS_DIR")
+    if sys.platform.startswith("linux"):
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+        assert model_store.models_dir() == tmp_path / "data" / "mtkit" / "models"
+    assert model_store.models_dir().parts[-2:] == ("mtkit", "models")
+
+
+# ----- installing from a URL ----------------------------------------------------------------------------
+
+
+class Handler(SimpleHTTPRequestHandler):
+    """Serves files; under /truncated/ it promises the whole file and sends half."""
+
+    def do_GET(self):
+        if not self.path.startswith("/truncated/"):
+            return super().do_GET()
+        data = (Path(self.directory) / self.path.rsplit("/", 1)[-1]).read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    """(folder, base URL) of an HTTP server on 127.0.0.1; its thread stops at the test's end, or after
+    60 s whatever happens."""
+    www = tmp_path / "www"
+    www.mkdir()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(www)))
+    httpd.timeout = 0.1
+    stop, deadline = threading.Event(), time.monotonic() + 60
+
+    def serve():
+        while not stop.is_set() and time.monotonic() < deadline:
+            httpd.handle_request()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield www, f"http://127.0.0.1:{httpd.server_address[1]}"
+    stop.set()
+    thread.join(5)
+    httpd.server_close()
+
+
+def test_install_from_a_url(fixture_bundle, tmp_path, server, models_dir):
+    www, url = server
+    make_tgz(copy_bundle(fixture_bundle, tmp_path / "web-model"), www / "web-model.tar.gz")
+    result = mt_models("install", f"{url}/web-model.tar.gz")
+    assert result.exit_code == 0, result.output
+    assert leftovers(models_dir) == ["web-model"] and translates("web-model")
+
+
+def test_a_failed_or_interrupted_download_leaves_nothing(fixture_bundle, tmp_path, server, models_dir):
+    www, url = server
+    make_tgz(copy_bundle(fixture_bundle, tmp_path / "web-model"), www / "web-model.tar.gz")
+    truncated = mt_models("install", f"{url}/truncated/web-model.tar.gz")
+    assert truncated.exit_code == 1 and "download incomplete" in truncated.stderr
+    missing = mt_models("install", f"{url}/absent.tar.gz")
+    assert missing.exit_code == 1 and "HTTP 404" in missing.stderr
+    corrupt_dir = copy_bundle(fixture_bundle, tmp_path / "bad")
+    corrupt(corrupt_dir)
+    make_tgz(corrupt_dir, www / "bad.tar.gz")
+    bad = mt_models("install", f"{url}/bad.tar.gz")
+    assert bad.exit_code == 1 and "decoder.int8.onnx: sha256 does not match" in bad.stderr
+
+    def interrupt(total):
+        def advance(n):
+            raise KeyboardInterrupt
+        return advance
+
+    with pytest.raises(KeyboardInterrupt):
+        install.install(f"{url}/web-model.tar.gz", show_progress=interrupt)
+    assert leftovers(models_dir) == []

@@ -1,0 +1,654 @@
+"""The search (runtime/search.py, runtime/batching.py) against a numpy backend with known log-probs.
+
+No model and no ONNX Runtime: `TableBackend` answers each step with logits that are a fixed
+function of (source sentence, target prefix), either a hand-written table or a pseudo-random one.
+Every result is therefore known, worked out by hand or by enumerating every hypothesis, and is
+asserted exactly (token for token; scores to float32 precision). The search over the real graphs,
+and their in-graph search head, are tested in test_runtime_search.py.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from mtkit.runtime import search
+from mtkit.runtime.batching import decode_all, length_batches, pad_batch
+from mtkit.runtime.search import DecodeOptions, decode
+from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+V = 12                                                   # the special ids and eight words
+WORDS = [t for t in range(V) if t not in (PAD_ID, UNK_ID, BOS_ID, EOS_ID)]
+A, B, C, D, E, F, G, H = WORDS
+EOS = EOS_ID
+LOG = math.log
+
+
+# ---------------------------------------------------------------------------------------------
+# Models: model(source ids, target prefix) -> float64 logits [V]; -inf marks an impossible token.
+
+def dist(probs: dict[int, float]) -> np.ndarray:
+    """Logits whose softmax is exactly `probs` (tokens left out are impossible)."""
+    assert math.isclose(sum(probs.values()), 1.0)
+    logits = np.full(V, -np.inf)
+    for token, p in probs.items():
+        logits[token] = LOG(p)
+    return logits
+
+
+def table(entries: dict[tuple[int, ...], dict[int, float]]):
+    """The distribution after each listed target prefix; after any other prefix, EOS."""
+    return lambda src, prefix: dist(entries.get(prefix, {EOS: 1.0}))
+
+
+def markov(first: dict[int, float], after: dict[int, dict[int, float]]):
+    """`first` after BOS, then `after[previous token]` (EOS where absent)."""
+    return lambda src, prefix: dist(after.get(prefix[-1], {EOS: 1.0}) if prefix else first)
+
+
+def per_source(models: dict[tuple[int, ...], object]):
+    return lambda src, prefix: models[src](src, prefix)
+
+
+def random_model(seed: int, dense: bool = False):
+    """Pseudo-random logits, a fixed function of (seed, source, prefix), without ties. Sparse: EOS
+    and one to three of A, B, C, UNK are possible (few enough hypotheses to enumerate them all);
+    dense: every token but BOS is."""
+    @lru_cache(maxsize=None)
+    def model(src, prefix):
+        rng = np.random.default_rng([seed, zlib.crc32(repr((src, prefix)).encode())])
+        logits = rng.normal(0.0, 2.0, V)
+        possible = np.zeros(V, dtype=bool)
+        if dense:
+            possible[:] = True
+            possible[BOS_ID] = False
+        else:
+            possible[rng.choice([A, B, C, UNK_ID], size=rng.integers(1, 4), replace=False)] = True
+            possible[EOS] = True
+        logits[~possible] = -np.inf
+        logits.flags.writeable = False
+        return logits
+    return model
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """In float64, independently of search.log_softmax."""
+    top = logits.max(axis=-1, keepdims=True)
+    return logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))
+
+
+def attention_row(src: tuple, prefix: tuple, width: int) -> np.ndarray:
+    """The backend's cross-attention after `prefix`: a distribution over the source, different for each prefix."""
+    rng = np.random.default_rng(zlib.crc32(repr((src, prefix)).encode()))
+    row = np.zeros(width, dtype=np.float32)
+    row[:len(src)] = rng.dirichlet(np.ones(len(src)))
+    return row
+
+
+# ---------------------------------------------------------------------------------------------
+# Backends
+
+@dataclass
+class State:
+    sources: list[tuple[int, ...]]          # each row's source ids, padding removed
+    fed: list[tuple[int, ...]]              # each row's tokens fed so far: BOS, then its target prefix
+    width: int                              # the padded source length S
+
+
+class TableBackend:
+    """A DecoderBackend whose logits are model(source, target prefix). It also checks how it is driven."""
+
+    def __init__(self, model):
+        self.model = model
+        self.starts = self.steps = self.head_steps = self.selects = 0
+
+    def start(self, src_ids: np.ndarray, src_mask: np.ndarray) -> State:
+        assert src_ids.ndim == 2 and src_ids.shape == src_mask.shape
+        self.starts += 1
+        sources = [tuple(int(t) for t in ids[mask.astype(bool)]) for ids, mask in zip(src_ids, src_mask)]
+        return State(sources, [() for _ in sources], src_ids.shape[1])
+
+    def step(self, state: State, tokens: np.ndarray, need_attention: bool = False):
+        self.steps += 1
+        logits = self._advance(state, tokens)
+        if not need_attention:
+            return logits, None
+        return logits, np.stack([attention_row(s, f[1:], state.width) for s, f in zip(state.sources, state.fed)])
+
+    def select(self, state: State, rows: np.ndarray) -> None:
+        assert rows.ndim == 1 and rows.dtype.kind == "i" and rows.size
+        assert ((rows >= 0) & (rows < len(state.fed))).all()
+        self.selects += 1
+        state.sources = [state.sources[r] for r in rows]
+        state.fed = [state.fed[r] for r in rows]
+
+    def _advance(self, state: State, tokens: np.ndarray) -> np.ndarray:
+        assert tokens.dtype == np.int64 and tokens.shape == (len(state.fed),)
+        assert EOS not in tokens                                    # a finished row is never fed again
+        assert all((t == BOS_ID) == (not fed) for t, fed in zip(tokens, state.fed))   # BOS first, only first
+        state.fed = [fed + (int(t),) for fed, t in zip(state.fed, tokens)]
+        return np.stack([self.model(s, f[1:]) for s, f in zip(state.sources, state.fed)]).astype(np.float32)
+
+
+class HeadBackend(TableBackend):
+    """With a search head shaped as the ONNX decoder's (export/search_head.py): `step_top` returns each
+    row's `search_head_k` best log-probs best first, their token ids (ties: lower id first, as ONNX
+    TopK) and EOS's log-prob."""
+
+    search_head_k = 8
+
+    def step_top(self, state: State, tokens: np.ndarray):
+        self.head_steps += 1
+        logp = log_softmax(self._advance(state, tokens).astype(np.float64)).astype(np.float32)
+        ids = np.argsort(-logp, axis=1, kind="stable")[:, :self.search_head_k]
+        return np.take_along_axis(logp, ids, axis=1), ids.astype(np.int64), logp[:, EOS].copy()
+
+
+def greedy_unless(**options) -> DecodeOptions:
+    """DecodeOptions for these tests: greedy unless they ask for a beam (the product's default is beam 4)."""
+    return DecodeOptions(**{"beam_size": 1, **options})
+
+
+def run(model, sources, backend_cls=TableBackend, **options):
+    backend = backend_cls(model)
+    return decode(backend, *pad_batch(sources), greedy_unless(**options)), backend
+
+
+# ---------------------------------------------------------------------------------------------
+# References, computed without the search
+
+def limit(src_len: int, opts: DecodeOptions) -> int:
+    """The step at which a hypothesis is closed (EOS forced): it has at most limit - 1 tokens."""
+    stop = math.ceil(opts.max_length_ratio * src_len) + opts.max_length_extra
+    return stop if opts.max_length is None else min(stop, opts.max_length - 1)
+
+
+def has_repeat(tokens, n: int) -> bool:
+    grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return n > 0 and len(grams) != len(set(grams))
+
+
+def every_hypothesis(model, src, opts: DecodeOptions) -> list[tuple[list[int], float]]:
+    """Every hypothesis the search may return for `src`, with its log-probability (EOS included):
+    at most limit - 1 tokens, no repeated n-gram when that ban is on."""
+    src, found, stop = tuple(src), [], limit(len(src), opts)
+
+    def walk(prefix, score):
+        logp = log_softmax(model(src, prefix))
+        found.append((list(prefix), score + logp[EOS]))
+        if len(prefix) + 1 < stop:
+            for t in map(int, np.flatnonzero(np.isfinite(logp))):
+                if t != EOS and not has_repeat(prefix + (t,), opts.no_repeat_ngram_size):
+                    walk(prefix + (t,), score + logp[t])
+
+    walk((), 0.0)
+    return [(tokens, score) for tokens, score in found if np.isfinite(score)]
+
+
+def best_first(hypotheses, length_penalty: float):
+    """Hypotheses by beam score: log p / length ** length_penalty, the length counting EOS."""
+    scored = [(tokens, score / (len(tokens) + 1) ** length_penalty) for tokens, score in hypotheses]
+    return sorted(scored, key=lambda h: -h[1])
+
+
+def log_prob(model, src, tokens) -> float:
+    """The log-probability of `tokens` then EOS."""
+    logps = [log_softmax(model(tuple(src), tuple(tokens[:i]))) for i in range(len(tokens) + 1)]
+    return float(sum(lp[t] for lp, t in zip(logps, [*tokens, EOS])))
+
+
+def greedy_walk(model, src, opts: DecodeOptions) -> tuple[list[int], float]:
+    """The most likely next token at every step (lowest id on a tie), EOS forced at the limit."""
+    src, prefix, score, stop = tuple(src), (), 0.0, limit(len(src), opts)
+    for step in range(1, stop + 1):
+        logp = log_softmax(model(src, prefix))
+        for t in range(V):
+            if t != EOS and has_repeat(prefix + (t,), opts.no_repeat_ngram_size):
+                logp[t] = -np.inf
+        token = EOS if step >= stop else int(np.argmax(logp))
+        score += logp[token]
+        if token == EOS:
+            return list(prefix), score
+        prefix += (token,)
+    raise AssertionError("unreachable")
+
+
+def hyps(result) -> list[tuple[list[int], float]]:
+    return [(h.tokens, h.score) for h in result.hypotheses]
+
+
+def assert_hyps(result, expected) -> None:
+    """Same tokens, in the same order; the same scores to float32 precision."""
+    assert [h.tokens for h in result.hypotheses] == [list(t) for t, _ in expected]
+    assert [h.score for h in result.hypotheses] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+
+def assert_same(results_a, results_b) -> None:
+    assert len(results_a) == len(results_b)
+    for a, b in zip(results_a, results_b):
+        assert_hyps(a, hyps(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written tables
+
+# Greedy: A (.5), then C (.6), then EOS (.7).
+GREEDY = table({(): {A: .5, B: .3, EOS: .2}, (A,): {C: .6, EOS: .4}, (A, C): {EOS: .7, D: .3}})
+
+# A garden path: A is the likelier first token, but every continuation of A is weak.
+#   A C .24, A D .21, A E .15, B F .36, B .04 (each then EOS)
+GARDEN = table({(): {A: .6, B: .4}, (A,): {C: .4, D: .35, E: .25}, (B,): {F: .9, EOS: .1}})
+
+# Short against long: A .45 (2 steps with EOS), E .2, B .035, B C .0315, B C D .2835 (4 steps).
+LENGTHS = table({(): {A: .45, B: .35, E: .2}, (B,): {C: .9, EOS: .1}, (B, C): {D: .9, EOS: .1}})
+LENGTHS_HYPS = [([A], .45), ([E], .2), ([B], .35 * .1), ([B, C], .35 * .9 * .1), ([B, C, D], .35 * .9 * .9)]
+
+# Would alternate A B A B ... for ever: EOS has .1 after every token.
+LOOP = markov({A: .6, B: .3, EOS: .1}, {A: {B: .9, EOS: .1}, B: {A: .9, EOS: .1}})
+
+# Ends at once, most likely: [] .7, [A] .3.
+QUIET = table({(): {EOS: .7, A: .3}})
+
+BACKENDS = pytest.mark.parametrize("backend_cls", [TableBackend, HeadBackend])
+
+
+# ---------------------------------------------------------------------------------------------
+# Greedy
+
+@BACKENDS
+def test_greedy_takes_the_argmax_at_each_step_and_sums_its_log_probs(backend_cls):
+    [result], backend = run(GREEDY, [[A]], backend_cls)
+    assert_hyps(result, [([A, C], LOG(.5) + LOG(.6) + LOG(.7))])
+    assert backend.steps + backend.head_steps == 3           # no step after EOS
+
+
+@pytest.mark.parametrize("ngram", [0, 2])
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("seed", range(5))
+def test_greedy_is_the_step_by_step_argmax(seed, dense, ngram):
+    """A batch whose rows end at different steps (and leave it) against a walk per sentence."""
+    model = random_model(seed, dense)
+    sources = [[A], [B, C], [C, A, B, D, E], [D, D], [A, A, A]]
+    opts = greedy_unless(max_length_ratio=1.0, max_length_extra=3, no_repeat_ngram_size=ngram)
+    results, _ = run(model, sources, **vars(opts))
+    for src, result in zip(sources, results):
+        assert_hyps(result, [greedy_walk(model, src, opts)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_beam_of_one_is_greedy(seed):
+    model = random_model(seed, dense=True)
+    ids, mask = pad_batch([[A], [B, C, D], [E, E]])
+    opts = DecodeOptions(beam_size=1, length_penalty=0.0, max_length_ratio=1.0, max_length_extra=4)
+    greedy = search._greedy(TableBackend(model), ids, mask, opts)
+    beam = search._beam(TableBackend(model), ids, mask, opts)
+    assert_same(beam, greedy)      # length_penalty 0: the beam score is the plain log-prob, as greedy's
+
+
+# ---------------------------------------------------------------------------------------------
+# Beam search and n-best lists
+
+@BACKENDS
+def test_beam_escapes_the_garden_path_that_greedy_takes(backend_cls):
+    [greedy], _ = run(GARDEN, [[A]], backend_cls)
+    assert_hyps(greedy, [([A, C], LOG(.6 * .4))])
+    [beam], _ = run(GARDEN, [[A]], backend_cls, beam_size=2, num_hypotheses=2, length_penalty=1.0)
+    assert_hyps(beam, [([B, F], LOG(.4 * .9) / 3), ([A, C], LOG(.6 * .4) / 3)])
+    # ... which are the two best of all its hypotheses.
+    assert_hyps(beam, best_first(every_hypothesis(GARDEN, [A], greedy_unless()), 1.0)[:2])
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 0.6, 1.0, 2.0])
+@pytest.mark.parametrize("seed", range(8))
+def test_a_wide_enough_beam_returns_every_hypothesis_best_first(seed, length_penalty):
+    """With a beam as wide as the number of hypotheses nothing is pruned: the n-best list is all of
+    them, ranked and scored as enumeration ranks and scores them."""
+    model = random_model(seed)
+    sources = [[A], [B, C], [C, A, B, D]]                    # limits 2, 3, 5: up to 1, 2, 4 tokens
+    opts = greedy_unless(max_length_ratio=1.0, max_length_extra=1, length_penalty=length_penalty)
+    every = [every_hypothesis(model, src, opts) for src in sources]
+    opts = replace(opts, beam_size=max(map(len, every)), num_hypotheses=max(map(len, every)))
+    results, _ = run(model, sources, **vars(opts))
+    for result, hypotheses in zip(results, every):
+        assert_hyps(result, best_first(hypotheses, length_penalty))
+
+
+@pytest.mark.parametrize("ngram", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_wide_enough_beam_with_an_ngram_ban_returns_every_allowed_hypothesis(seed, ngram):
+    model = random_model(seed)
+    sources = [[A, B], [C, A, B, D, E]]                      # limits 4, 6
+    opts = greedy_unless(max_length_ratio=1.0, max_length_extra=1, no_repeat_ngram_size=ngram)
+    every = [every_hypothesis(model, src, opts) for src in sources]
+    opts = replace(opts, beam_size=max(map(len, every)), num_hypotheses=max(map(len, every)))
+    results, _ = run(model, sources, **vars(opts))
+    for result, hypotheses in zip(results, every):
+        assert_hyps(result, best_first(hypotheses, 1.0))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nbest_is_sorted_distinct_led_by_the_best_and_truly_scored(seed):
+    model = random_model(seed, dense=True)                   # far too many hypotheses for the beam
+    sources = [[A], [B, C, D]]
+    opts = dict(beam_size=5, max_length_ratio=1.0, max_length_extra=4, length_penalty=0.8)
+    results, _ = run(model, sources, num_hypotheses=5, **opts)
+    best, _ = run(model, sources, num_hypotheses=1, **opts)
+    for src, result, one in zip(sources, results, best):
+        tokens, scores = [h.tokens for h in result.hypotheses], [h.score for h in result.hypotheses]
+        assert len(tokens) == 5 and len({tuple(t) for t in tokens}) == 5
+        assert scores == sorted(scores, reverse=True)
+        assert_hyps(one, hyps(result)[:1])
+        assert all(len(t) <= limit(len(src), greedy_unless(**opts)) - 1 for t in tokens)
+        assert scores == pytest.approx([log_prob(model, src, t) / (len(t) + 1) ** 0.8 for t in tokens], abs=1e-5)
+
+
+@pytest.mark.parametrize("length_penalty, best", [(0.0, [A]), (0.5, [A]), (1.0, [B, C, D]), (2.0, [B, C, D])])
+def test_length_penalty_moves_the_pick_to_longer_hypotheses(length_penalty, best):
+    """log .45 / 2**lp against log .2835 / 4**lp: the short A wins up to lp ~0.66, then B C D."""
+    [result], _ = run(LENGTHS, [[A]], beam_size=5, num_hypotheses=5, length_penalty=length_penalty)
+    assert result.hypotheses[0].tokens == best
+    assert_hyps(result, best_first([(t, LOG(p)) for t, p in LENGTHS_HYPS], length_penalty))
+    [greedy], _ = run(LENGTHS, [[A]], length_penalty=length_penalty)      # greedy scores are not normalised
+    assert_hyps(greedy, [([A], LOG(.45))])
+
+
+def test_beam_runs_on_while_a_live_hypothesis_could_beat_the_finished_ones():
+    """Beam 2 on LENGTHS: step 2 finishes A (.45) and B (.035), but the live B C, ended now, would beat
+    B, so the search goes on; B C (.0315 / 3) then replaces B, and B C D (.2835 / 4) replaces B C:
+    the exhaustive best two. (Stopping at the first beam_size finished, fairseq's rule, returned
+    A and B after 2 steps.)"""
+    [result], backend = run(LENGTHS, [[A]], beam_size=2, num_hypotheses=2, length_penalty=1.0)
+    assert_hyps(result, [([B, C, D], LOG(.2835) / 4), ([A], LOG(.45) / 2)])
+    assert backend.steps == 4
+    # A better finished hypothesis replaces the worst one kept: step 1 finishes [] (.3); step 2 finishes
+    # A (.45) and B (.18, and log .18 / 2 > log .3), which replaces []. The live A C and B D, ended
+    # now, score below both, so the search stops there.
+    early = table({(): {A: .5, EOS: .3, B: .2}, (A,): {EOS: .9, C: .1}, (B,): {EOS: .9, D: .1}})
+    [result], backend = run(early, [[A]], beam_size=2, num_hypotheses=2, length_penalty=1.0)
+    assert_hyps(result, [([A], LOG(.45) / 2), ([B], LOG(.18) / 2)])
+    assert backend.steps == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Length limits
+
+def alternating(n: int) -> list[int]:
+    return [A, B] * (n // 2) + [A] * (n % 2)
+
+
+@BACKENDS
+def test_greedy_is_closed_at_each_sentences_max_length(backend_cls):
+    sources = [[C] * 2, [C] * 5, [C] * 9]
+    # ceil(0.5 * length) + 1 = 2, 4, 6: 1, 3, 5 tokens, then a forced EOS, scored as EOS (.1).
+    results, _ = run(LOOP, sources, backend_cls, max_length_ratio=0.5, max_length_extra=1)
+    for result, n in zip(results, [1, 3, 5]):
+        assert_hyps(result, [(alternating(n), LOG(.6) + (n - 1) * LOG(.9) + LOG(.1))])
+    # max_length caps every sentence: min(2|4|6, 3) = 2, 3, 3.
+    results, _ = run(LOOP, sources, backend_cls, max_length_ratio=0.5, max_length_extra=1, max_length=4)
+    assert [r.hypotheses[0].tokens for r in results] == [[A], [A, B], [A, B]]
+    results, _ = run(LOOP, sources, backend_cls, max_length=2)            # the first step is the last
+    for result in results:
+        assert_hyps(result, [([], LOG(.1))])
+
+
+@BACKENDS
+def test_beam_closes_every_live_hypothesis_once_at_max_length(backend_cls):
+    """LOOP with beam 2 and limit 4: A B A (.486) and B A B (.243) are live at step 4 and closed there
+    with EOS (.1); nothing has finished before ([] and A were never among the best two)."""
+    [result], backend = run(LOOP, [[C] * 5], backend_cls, beam_size=2, num_hypotheses=2,
+                            max_length_ratio=0.5, max_length_extra=1)
+    assert_hyps(result, [([A, B, A], LOG(.6 * .9 * .9 * .1) / 4), ([B, A, B], LOG(.3 * .9 * .9 * .1) / 4)])
+    assert backend.steps + backend.head_steps == 4
+
+
+@pytest.mark.parametrize("beam_size", [2, 3, 4, 8])
+def test_beam_hypotheses_respect_each_sentences_limit_without_duplicates(beam_size):
+    sources = [[C] * 2, [C] * 5, [C] * 9]                     # limits 2, 4, 6
+    opts = DecodeOptions(beam_size=beam_size, num_hypotheses=beam_size, max_length_ratio=0.5, max_length_extra=1)
+    results, _ = run(LOOP, sources, **vars(opts))
+    for src, result in zip(sources, results):
+        tokens = [h.tokens for h in result.hypotheses]
+        every = best_first(every_hypothesis(LOOP, src, opts), 1.0)
+        assert len({tuple(t) for t in tokens}) == len(tokens) == min(beam_size, len(every))
+        assert max(map(len, tokens)) <= limit(len(src), opts) - 1
+        assert [h.score for h in result.hypotheses] == pytest.approx(
+            [log_prob(LOOP, src, t) / (len(t) + 1) for t in tokens], abs=1e-5)
+        if beam_size >= len(every):
+            assert_hyps(result, every)
+
+
+# ---------------------------------------------------------------------------------------------
+# n-gram ban
+
+@pytest.mark.parametrize("backend_cls", [TableBackend, HeadBackend])
+@pytest.mark.parametrize("n, expected", [(1, [A, B]), (2, [A, B, A]), (3, [A, B, A, B])])
+def test_no_repeat_ngram_bans_the_repeat_the_table_would_make(n, expected, backend_cls):
+    src = [C] * 4                                             # limit ceil(1.5 * 4) + 10 = 16
+    [plain], _ = run(LOOP, [src], backend_cls)
+    assert plain.hypotheses[0].tokens == alternating(15)
+    [banned], backend = run(LOOP, [src], backend_cls, no_repeat_ngram_size=n)
+    # The next alternating token would repeat an n-gram, so EOS, scored with the table's own .1: the
+    # ban removes tokens without renormalising the others.
+    assert_hyps(banned, [(expected, LOG(.6) + n * LOG(.9) + LOG(.1))])
+    assert backend.head_steps == 0                           # the ban needs the whole distribution
+
+    opts = DecodeOptions(beam_size=3, num_hypotheses=3, no_repeat_ngram_size=n)
+    [beam], _ = run(LOOP, [src], backend_cls, **vars(opts))
+    assert beam.hypotheses and all(not has_repeat(h.tokens, n) for h in beam.hypotheses)
+    assert [h.score for h in beam.hypotheses] == pytest.approx(
+        [log_prob(LOOP, src, h.tokens) / (len(h.tokens) + 1) for h in beam.hypotheses], abs=1e-5)
+    every = every_hypothesis(LOOP, src, opts)                # alternating, at most n + 1 tokens
+    assert len(every) == 1 + 2 * (n + 1)
+    opts = replace(opts, beam_size=len(every))
+    [wide], _ = run(LOOP, [src], backend_cls, **vars(opts))
+    assert_hyps(wide, best_first(every, 1.0)[:3])
+
+
+def test_ban_repeated_ngrams():
+    logp = np.zeros((4, 10), dtype=np.float32)
+    histories = [[5, 6, 7, 5], [5, 6, 7, 5], [5, 6, 5, 6], [5]]
+    search.ban_repeated_ngrams(logp[:2], histories[:2], 2)    # "5 6" was seen: 6 may not follow 5 again
+    assert np.isneginf(logp[0, 6]) and np.isfinite(np.delete(logp[0], 6)).all()
+    assert (np.isneginf(logp[1]) == np.isneginf(logp[0])).all()
+    search.ban_repeated_ngrams(logp[2:3], histories[2:3], 3)  # "5 6 5" was seen: 5 may not follow "5 6"
+    assert np.flatnonzero(np.isneginf(logp[2])).tolist() == [5]
+    search.ban_repeated_ngrams(logp[3:], histories[3:], 1)    # n = 1: no token twice
+    assert np.flatnonzero(np.isneginf(logp[3])).tolist() == [5]
+    before = logp.copy()
+    search.ban_repeated_ngrams(logp, histories, 0)            # off
+    search.ban_repeated_ngrams(logp, [[], [1], [1, 2], [3]], 3)  # histories shorter than n
+    np.testing.assert_array_equal(logp, before)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling
+
+def sample(model, sources, **options):
+    results, _ = run(model, sources, sampling=True, max_length_ratio=1.0, max_length_extra=5, **options)
+    return results
+
+
+def test_sampling_with_a_seed_is_reproducible_and_scores_the_samples():
+    model = random_model(1, dense=True)
+    sources = [[A]] * 12 + [[B, C]] * 4
+    a = sample(model, sources, seed=7, temperature=1.5)
+    assert_same(sample(model, sources, seed=7, temperature=1.5), a)
+    assert [r.hypotheses[0].tokens for r in sample(model, sources, seed=8, temperature=1.5)] != \
+        [r.hypotheses[0].tokens for r in a]
+    assert len({tuple(r.hypotheses[0].tokens) for r in a[:12]}) > 1          # they are random
+    for src, result in zip(sources, a):       # the model's log-prob of the sample, not the tempered one's
+        assert result.hypotheses[0].score == pytest.approx(log_prob(model, src, result.hypotheses[0].tokens), abs=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_k_one_and_a_tiny_top_p_are_greedy(seed):
+    model = random_model(seed, dense=True)
+    sources = [[A], [B, C, D], [E, E], [A]]
+    greedy, _ = run(model, sources, max_length_ratio=1.0, max_length_extra=5)
+    assert_same(sample(model, sources, top_k=1, seed=1, temperature=3.0), greedy)
+    assert_same(sample(model, sources, top_p=1e-6, seed=1), greedy)       # the nucleus is the top token
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({}, {A: .5, B: .3, C: .2}),
+    ({"temperature": 2.0}, {t: math.sqrt(p) / (math.sqrt(.5) + math.sqrt(.3) + math.sqrt(.2))
+                            for t, p in {A: .5, B: .3, C: .2}.items()}),
+    ({"top_k": 2}, {A: .625, B: .375}),
+    ({"top_p": 0.6}, {A: .625, B: .375}),                    # A (.5) is short of .6, A + B reach it
+    ({"top_p": 0.45}, {A: 1.0}),
+])
+def test_sampling_draws_from_the_tempered_filtered_distribution(options, expected):
+    one_step = table({(): {A: .5, B: .3, C: .2}})
+    results = sample(one_step, [[A]] * 4000, seed=3, **options)
+    counts = Counter(tuple(r.hypotheses[0].tokens) for r in results)
+    assert set(counts) <= {(t,) for t in expected}
+    for token, p in expected.items():
+        assert counts[(token,)] / 4000 == pytest.approx(p, abs=0.03)
+    for r in results:                                         # scored with the model's probabilities
+        assert r.hypotheses[0].score == pytest.approx(LOG({A: .5, B: .3, C: .2}[r.hypotheses[0].tokens[0]]), abs=1e-6)
+
+
+def test_several_samples_come_best_first_and_truly_scored():
+    model = random_model(2, dense=True)
+    sources = [[A], [B, C, D]]
+    results = sample(model, sources, num_hypotheses=3, seed=1, temperature=2.0)
+    assert_same(sample(model, sources, num_hypotheses=3, seed=1, temperature=2.0), results)
+    for src, result in zip(sources, results):
+        scores = [h.score for h in result.hypotheses]
+        assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+        assert scores == pytest.approx([log_prob(model, src, h.tokens) for h in result.hypotheses], abs=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# EOS at the first step
+
+@BACKENDS
+def test_eos_at_the_first_step_gives_an_empty_hypothesis(backend_cls):
+    [greedy], backend = run(QUIET, [[A]], backend_cls)
+    assert_hyps(greedy, [([], LOG(.7))])
+    assert backend.steps + backend.head_steps == 1
+    # Beam 4 finds the only two hypotheses there are and does not pad the n-best list.
+    [beam], _ = run(QUIET, [[A]], backend_cls, beam_size=4, num_hypotheses=4)
+    assert_hyps(beam, [([], LOG(.7)), ([A], LOG(.3) / 2)])
+    [sampled], _ = run(QUIET, [[A]], backend_cls, sampling=True, top_k=1, seed=0)
+    assert_hyps(sampled, [([], LOG(.7))])
+    [attended], _ = run(QUIET, [[A, B]], backend_cls, return_alignment=True)
+    assert attended.hypotheses[0].attention == [attention_row((A, B), (), 2).tolist()]   # the EOS step's
+
+
+@pytest.mark.parametrize("beam_size", [1, 2])
+def test_sentences_that_end_at_the_first_step_leave_the_batch(beam_size):
+    model = per_source({(A,): QUIET, (B,): LOOP, (C,): QUIET})
+    results, _ = run(model, [[A], [B], [C]], beam_size=beam_size, num_hypotheses=beam_size, max_length_extra=3)  # limits 5
+    if beam_size == 1:
+        quiet, loop = [([], LOG(.7))], [(alternating(4), LOG(.6) + 3 * LOG(.9) + LOG(.1))]
+    else:   # QUIET: [] at step 1, A at step 2, then done; LOOP: both live beams closed at step 5
+        quiet = [([], LOG(.7)), ([A], LOG(.3) / 2)]
+        loop = [([A, B, A, B], LOG(.6 * .9 ** 3 * .1) / 5), ([B, A, B, A], LOG(.3 * .9 ** 3 * .1) / 5)]
+    for result, expected in zip(results, [quiet, loop, quiet]):
+        assert_hyps(result, expected)
+    # Every sentence ends at the first step: one step, nothing to select.
+    _, backend = run(per_source({(A,): QUIET, (C,): QUIET}), [[A], [C]])
+    assert (backend.steps, backend.selects) == (1, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batches: select() and decode_all
+
+@pytest.mark.parametrize("options", [dict(), dict(beam_size=3, num_hypotheses=2, length_penalty=0.7),
+                                     dict(beam_size=2, num_hypotheses=2, no_repeat_ngram_size=2)])
+def test_decode_all_in_batches_equals_decoding_each_source_alone(options):
+    """Seven sources of several lengths, each with its own table, decoded in length-sorted batches
+    whose rows end (and are dropped by select) at different steps, come back in input order."""
+    model = random_model(3, dense=True)
+    sources = [[A], [B, C, D, E], [C, C], [D], [E, F, G], [A], [H, A, B, C, D]]
+    opts = greedy_unless(max_length_ratio=1.0, max_length_extra=2, **options)
+    backend = TableBackend(model)
+    together = decode_all(backend, sources, opts, max_tokens=10 * opts.beam_size, max_sentences=3 * opts.beam_size)
+    assert backend.starts > 1
+    alone = [decode_all(TableBackend(model), [src], opts)[0] for src in sources]
+    assert_same(together, alone)
+    if opts.beam_size == 1:
+        for src, result in zip(sources, together):
+            assert_hyps(result, [greedy_walk(model, src, opts)])
+
+
+@BACKENDS
+def test_each_row_keeps_its_own_table_through_reorders(backend_cls):
+    """Three different hand tables in one beam batch: rows are repeated, reordered and dropped."""
+    model = per_source({(A, A, A): GARDEN, (B, B): LENGTHS, (C, C, C): LOOP})
+    results, _ = run(model, [[A, A, A], [B, B], [C, C, C]], backend_cls, beam_size=2, num_hypotheses=2,
+                     max_length_ratio=1.0, max_length_extra=1)         # limits 4, 3, 4
+    assert_hyps(results[0], [([B, F], LOG(.36) / 3), ([A, C], LOG(.24) / 3)])
+    assert_hyps(results[1], [([A], LOG(.45) / 2), ([B, C], LOG(.0315) / 3)])       # B C closed at its limit
+    assert_hyps(results[2], [([A, B, A], LOG(.6 * .9 * .9 * .1) / 4), ([B, A, B], LOG(.3 * .9 * .9 * .1) / 4)])
+
+
+def test_length_batches_cover_every_index_once():
+    lengths = [5, 1, 9, 3, 3, 7, 2, 8]
+    batches = list(length_batches(lengths, max_tokens=16, max_sentences=3))
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert all(len(b) <= 3 and max(lengths[i] for i in b) * len(b) <= 16 or len(b) == 1 for b in batches)
+    assert [lengths[i] for b in batches for i in b] == sorted(lengths)
+
+
+def test_pad_batch():
+    ids, mask = pad_batch([[5, 6, 7], [8]])
+    np.testing.assert_array_equal(ids, [[5, 6, 7], [8, PAD_ID, PAD_ID]])
+    np.testing.assert_array_equal(mask, [[True, True, True], [True, False, False]])
+
+
+# ---------------------------------------------------------------------------------------------
+# The search head and attention
+
+HEAD_CASES = [dict(), dict(beam_size=2, num_hypotheses=2), dict(beam_size=4, num_hypotheses=4, length_penalty=0.6),
+              dict(beam_size=3, num_hypotheses=3, max_length_ratio=0.5, max_length_extra=1)]   # out of length
+
+
+@pytest.mark.parametrize("options", HEAD_CASES)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_search_head_gives_the_numpy_search_results(seed, options):
+    model = random_model(seed, dense=True)
+    sources = [[A], [B, C, D], [E, E], [F, G, H, A, B]]
+    options = {"max_length_ratio": 1.0, "max_length_extra": 3, **options}
+    plain, numpy_backend = run(model, sources, **options)
+    in_head, head_backend = run(model, sources, HeadBackend, **options)
+    assert_same(in_head, plain)
+    assert head_backend.head_steps == numpy_backend.steps and head_backend.steps == 0
+
+
+@pytest.mark.parametrize("options", [dict(return_alignment=True), dict(no_repeat_ngram_size=3),
+                                     dict(beam_size=5, num_hypotheses=2),       # 2k candidates > K = 8
+                                     dict(sampling=True, seed=4)])
+def test_the_search_head_is_bypassed_where_the_whole_distribution_is_needed(options):
+    model = random_model(6, dense=True)
+    sources = [[A], [B, C, D]]
+    options = {"max_length_ratio": 1.0, "max_length_extra": 3, **options}
+    plain, _ = run(model, sources, **options)
+    in_head, backend = run(model, sources, HeadBackend, **options)
+    assert_same(in_head, plain)
+    assert backend.head_steps == 0 and backend.steps > 0
+
+
+@pytest.mark.parametrize("options", [dict(), dict(beam_size=3, num_hypotheses=3),
+                                     dict(beam_size=2, num_hypotheses=2, max_length_ratio=0.5, max_length_extra=1)])
+def test_attention_rows_follow_each_hypothesis(options):
+    """One source-length row per output token and one for EOS, each the backend's row for that
+    hypothesis's own prefix, through beam reorders and the out-of-length close."""
+    model = random_model(7, dense=True)
+    sources = [[A], [B, C, D], [E, E]]
+    options = {"max_length_ratio": 1.0, "max_length_extra": 3, **options}
+    results, _ = run(model, sources, return_alignment=True, **options)
+    plain, _ = run(model, sources, **options)
+    assert_same(results, plain)
+    for src, result, without in zip(sources, results, plain):
+        for h in result.hypotheses:
+            assert h.attention == [attention_row(tuple(src), tuple(h.tokens[:i]), 3).tolist()
+                                   for i in range(len(h.tokens) + 1)]
+        assert all(h.attention is None for h in without.hypotheses)
