@@ -133,7 +133,9 @@ def test_interrupted_exits_130_without_a_traceback(fixture_bundle):
     """Ctrl-C while mt-translate waits for the next line of stdin."""
     proc = subprocess.Popen([str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS),
                              "--batch-size", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            # A run started in the background (nohup, `&`) inherits SIGINT ignored.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         proc.stdin.write(f"{GERMAN[0]}\n".encode())
         proc.stdin.flush()
