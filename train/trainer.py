@@ -3,6 +3,7 @@ per-epoch dev loss and BLEU, atomic checkpoints with exact resume, best-k and av
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -264,6 +265,10 @@ class Trainer:
                 signal.signal(s, handler)
         summary = self.finish()
         if self.world > 1:
+            # DDP's reducer holds gloo work objects; freed during interpreter shutdown, they abort the
+            # process ("terminate called without an active exception"), so free them now.
+            self.ddp_model = self.model
+            gc.collect()
             # Every rank leaves together: a rank exiting while rank 0 still writes final.pt can abort gloo.
             dist.barrier()
             dist.destroy_process_group()
