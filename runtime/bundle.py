@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
@@ -113,6 +112,8 @@ def cache_dir() -> Path:
 
 def extract_archive(archive: Path, dest: Path) -> None:
     """Unpack a .tar(.gz) or .zip (told apart by content) into `dest`, refusing paths that leave it."""
+    import tarfile  # only for archives: kept off mt-translate's start-up
+
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as z:
