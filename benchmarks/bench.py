@@ -33,7 +33,6 @@ from mtkit.runtime.decode_options import DecodeOptions
 
 from .engines import CPU_ENGINES, ENGINES, GPU_ENGINES, EngineSpec
 
-REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SCHEMA_VERSION = 1
 

@@ -20,8 +20,8 @@ import sentencepiece as spm
 import torch
 
 from mtkit.runtime import bundle_format as bf
+from mtkit.runtime.checksums import file_sha256
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from mtkit.train.checkpoint import file_sha256
 from mtkit.train.model import ModelConfig
 
 

@@ -21,8 +21,8 @@ import sentencepiece as spm  # noqa: E402
 from mtkit.benchmarks.ct2_convert import convert, convert_checkpoint  # noqa: E402
 from mtkit.benchmarks.ct2_run import source_tokens, translate_options  # noqa: E402
 from conftest import ENGLISH, GERMAN  # noqa: E402
-from mtkit.export.parity import TIE_TOLERANCE  # noqa: E402
-from mtkit.runtime.agreement import logprobs_along, mismatch, sequence_score  # noqa: E402
+from mtkit.export.parity import TIE_TOLERANCE, differences  # noqa: E402
+from mtkit.runtime.agreement import logprobs_along, sequence_score  # noqa: E402
 from mtkit.runtime.batching import decode_all  # noqa: E402
 from mtkit.runtime.search import DecodeOptions  # noqa: E402
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, source_ids  # noqa: E402
@@ -86,10 +86,7 @@ def max_score_diff(pair: Pair, texts: dict, n: int = 20) -> float:
 
 def assert_same_outputs(pair: Pair, sources, ours, theirs, length_penalty: float | None = None) -> None:
     """CT2's outputs are ours, except where PyTorch itself had a near-tie (runtime/agreement.py)."""
-    backend = TorchBackend(pair.model)
-    for source, our, their in zip(sources, ours, theirs):
-        d = mismatch(our, their, logprobs_along(backend, source), TIE_TOLERANCE, length_penalty)
-        assert d is None, f"source {source}: {d}"
+    assert differences(TorchBackend(pair.model), sources, theirs, ours, length_penalty) == []
 
 
 @pytest.fixture(scope="module")

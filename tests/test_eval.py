@@ -80,7 +80,8 @@ def test_a_missing_corpus_names_the_path_and_the_way_out(capsys, fixture_bundle,
     assert "pass --data-dir DIR or set MT_DATA_DIR" in err and "Traceback" not in err
 
 
-def test_checkpoint_runs_the_same_search_with_pytorch(capsys, fixture_checkpoint, fixture_bundle, tmp_path):
+def test_checkpoint_runs_the_same_search_with_pytorch(capsys, fixture_checkpoint, fixture_bundle, fixture_translator,
+                                                      tmp_path):
     torch_hyps, onnx_hyps = tmp_path / "torch.txt", tmp_path / "onnx.txt"
     common = ["-s", str(FIXTURES / "dev.de"), "-r", str(FIXTURES / "dev.en"), "--limit", "25", "--greedy", "--json"]
     code, out, err = cli(capsys, "-m", str(fixture_checkpoint), *common, "--output-hyps", str(torch_hyps))
@@ -91,22 +92,20 @@ def test_checkpoint_runs_the_same_search_with_pytorch(capsys, fixture_checkpoint
     a, b = torch_hyps.read_text().splitlines(), onnx_hyps.read_text().splitlines()
     assert len(a) == len(b) == 25
     # Token for token, fp32 ONNX reproduces PyTorch, except where PyTorch itself had a near-tie.
-    from mtkit.export.parity import TIE_TOLERANCE
-    from mtkit.runtime import Translator
-    from mtkit.runtime.agreement import logprobs_along, mismatch
+    from mtkit.export.parity import differences
     from mtkit.runtime.vocab import source_ids
     from mtkit.train.reference import checkpoint_translator
 
     texts = (FIXTURES / "dev.de").read_text(encoding="utf-8").splitlines()[:25]
     pytorch = checkpoint_translator(fixture_checkpoint, "cpu", 1)
     torch_out = pytorch.translate(texts, beam_size=3, split_sentences=False)
-    onnx_out = Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS).translate(texts, beam_size=3, split_sentences=False)
+    onnx_out = fixture_translator.translate(texts, beam_size=3, split_sentences=False)
     ids = pytorch.tokenizer.piece_to_id
-    for text, x, y in zip(texts, torch_out, onnx_out):
-        source = source_ids(pytorch.tokenizer.encode(text), pytorch.tag_id("en"), pytorch.config.max_positions)
-        d = mismatch([ids(p) for p in x.tokens], [ids(p) for p in y.tokens], logprobs_along(pytorch.backend, source),
-                     TIE_TOLERANCE, length_penalty=1.0)
-        assert d is None, f"{text}: {d}"
+    sources = [source_ids(pytorch.tokenizer.encode(text), pytorch.tag_id("en"), pytorch.config.max_positions)
+               for text in texts]
+    assert differences(pytorch.backend, sources, [[ids(p) for p in y.tokens] for y in onnx_out],
+                       [[ids(p) for p in x.tokens] for x in torch_out], length_penalty=1.0) == []
+    for x, y in zip(torch_out, onnx_out):
         if x.tokens == y.tokens:
             assert x.score == pytest.approx(y.score, abs=1e-3)
 

@@ -21,8 +21,9 @@ from mtkit.export import graphs as export_graphs_module
 from mtkit.export.cli import main as cli_main
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.bundle_format import BundleConfig, BundleError
+from mtkit.runtime.checksums import file_sha256
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from mtkit.train.checkpoint import CheckpointError, file_sha256, load_checkpoint
+from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 
 FAST = {"max_sentences": 8}   # extra exports in this file check files and errors, not parity depth
 

@@ -40,7 +40,7 @@ def test_beam_search_gives_the_references_too(translator, to, texts, references)
 
 
 def test_committed_bundle_is_the_export_of_the_committed_checkpoint(fixture_bundle, fixture_checkpoint):
-    from mtkit.train.checkpoint import file_sha256
+    from mtkit.runtime.checksums import file_sha256
 
     config = json.loads((fixture_bundle / bf.CONFIG_FILE).read_text())
     assert config["provenance"]["checkpoint_sha256"] == file_sha256(fixture_checkpoint), \

@@ -14,7 +14,6 @@ import torch
 
 from conftest import FIXTURES, GERMAN
 from mtkit.export import parity
-from mtkit.runtime.agreement import logprobs_along, mismatch
 from mtkit.train.checkpoint import load_model
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.batching import decode_all, pad_batch
@@ -92,14 +91,14 @@ def test_search_outputs_identical(setup, fixture_bundle, beam):
     model, config, sources = setup
     opts = DecodeOptions(beam_size=beam, num_hypotheses=beam, max_length=config.max_positions)
     # max_sentences=4 puts sentences of different lengths into one batch.
-    torch_results = decode_all(TorchBackend(model), sources, opts, max_sentences=4 * beam)
+    torch_backend = TorchBackend(model)
+    torch_results = decode_all(torch_backend, sources, opts, max_sentences=4 * beam)
     onnx_results = decode_all(OnnxBackend(*sessions(fixture_bundle, "fp32"), config), sources, opts,
                               max_sentences=4 * beam)
-    torch_backend = TorchBackend(model)
-    for source, t, o in zip(sources, torch_results, onnx_results):
-        best, got = t.hypotheses[0].tokens, o.hypotheses[0].tokens
-        assert mismatch(best, got, logprobs_along(torch_backend, source), parity.TIE_TOLERANCE,
-                        opts.length_penalty if beam > 1 else None) is None
+    torch_best, onnx_best = ([r.hypotheses[0].tokens for r in rs] for rs in (torch_results, onnx_results))
+    assert parity.differences(torch_backend, sources, onnx_best, torch_best,
+                              opts.length_penalty if beam > 1 else None) == []
+    for t, o in zip(torch_results, onnx_results):
         if [h.tokens for h in t.hypotheses] == [h.tokens for h in o.hypotheses]:
             np.testing.assert_allclose([h.score for h in t.hypotheses], [h.score for h in o.hypotheses], atol=1e-4)
 

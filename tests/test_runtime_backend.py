@@ -103,10 +103,10 @@ def test_session_options_are_applied(fixture_bundle, plain):
     assert [x.tokens for x in a] == [x.tokens for x in b]
 
 
-def test_variants(fixture_bundle):
+def test_variants(fixture_bundle, plain):
     auto = Translator(fixture_bundle, threads=ORT_THREADS)
     assert (auto.provider, auto.variant) == ("cpu", "int8")          # int8 preferred on CPU
-    fp32 = Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS)
+    fp32 = plain
     assert fp32.variant == "fp32"
     with pytest.raises(TranslationError, match="no 'fp16' variant"):
         Translator(fixture_bundle, variant="fp16")

@@ -56,7 +56,7 @@ def test_head_is_the_top_of_the_last_positions_log_softmax(tmp_path, vocab, dtyp
     np.testing.assert_allclose(eos, logp[:, EOS_ID], atol=1e-4)
 
 
-def test_bundles_without_the_head_still_translate_alike(fixture_bundle, tmp_path):
+def test_bundles_without_the_head_still_translate_alike(fixture_bundle, fixture_translator, tmp_path):
     """A bundle exported before the search head: its decoder lacks the head's outputs, the runtime
     ranks the logits in numpy, and the translations are the same."""
     import shutil
@@ -78,7 +78,7 @@ def test_bundles_without_the_head_still_translate_alike(fixture_bundle, tmp_path
     from conftest import ENGLISH, GERMAN, ORT_THREADS
 
     sentences = GERMAN[:3]
-    with_head = Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS)
+    with_head = fixture_translator
     without = Translator(old, variant="fp32", threads=ORT_THREADS)
     assert with_head.backend.search_head_k == bf.SEARCH_HEAD_K and without.backend.search_head_k == 0
     for beam in (1, 4):

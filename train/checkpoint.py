@@ -12,8 +12,6 @@ from pathlib import Path
 
 import torch
 
-from mtkit.runtime.checksums import file_sha256  # noqa: F401  (the one implementation; re-exported for export)
-
 FORMAT = "mtkit-checkpoint"
 VERSION = 1
 
