@@ -116,7 +116,7 @@ def greedy_margins(backend, sources: Sequence[Sequence[int]], max_length: int) -
     margins measured both in one batch of all sources and for each source alone (the smaller
     of the two is kept, since batch shape is one of the things rounding depends on)."""
     from .batching import decode_all
-    from .search import DecodeOptions
+    from .decode_options import DecodeOptions
 
     opts = DecodeOptions(beam_size=1, max_length=max_length)
     outputs = [r.hypotheses[0].tokens for r in decode_all(backend, [list(s) for s in sources], opts)]

@@ -34,6 +34,12 @@ def is_bundle_dir(path: Path) -> bool:
     return (path / bf.CONFIG_FILE).is_file()
 
 
+def check_bundle_dir(path: Path) -> None:
+    """Raise BundleError unless the directory `path` holds a config.json."""
+    if not is_bundle_dir(path):
+        raise BundleError(f"{path / bf.CONFIG_FILE}: missing; is {path} a model bundle written by mt-export?")
+
+
 def archive_stem(name: str) -> str:
     """"de-en.tar.gz" -> "de-en"."""
     for suffix in ARCHIVE_SUFFIXES:
@@ -93,8 +99,7 @@ def resolve_model(path: str | Path | None) -> Path:
     None (the default model)."""
     path = locate(default_model() if path is None else path)
     if path.is_dir():
-        if not is_bundle_dir(path):
-            raise BundleError(f"{path / bf.CONFIG_FILE}: missing; is {path} a model bundle written by mt-export?")
+        check_bundle_dir(path)
         return path.resolve()
     if is_archive(path):
         return unpack_archive(path)

@@ -115,8 +115,8 @@ def verify(directory: Path, config: BundleConfig | None = None) -> Verification:
                 result.problems.append(f"{name}: missing")
             else:
                 result.absent_optional.append(name)
-        elif path.stat().st_size != expected["bytes"]:
-            result.problems.append(f"{name}: {path.stat().st_size} bytes, expected {expected['bytes']}")
+        elif (size := path.stat().st_size) != expected["bytes"]:
+            result.problems.append(f"{name}: {size} bytes, expected {expected['bytes']}")
         elif file_sha256(path) != expected["sha256"]:
             result.problems.append(f"{name}: sha256 does not match (the file was changed or damaged)")
         else:

@@ -13,7 +13,7 @@ import click
 from click.core import ParameterSource
 
 from .cli_options import decoding_options, model_options
-from .cli_support import CommandError, command
+from .cli_support import CommandError, command, progress_bar
 
 PROG = "mt-translate"
 
@@ -86,11 +86,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     progress = None
     if input_file and input_file != "-" and total and sys.stderr.isatty() and not quiet:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        progress = Progress(TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            console=Console(stderr=True), transient=True)
+        progress = progress_bar()
 
     def write_all(out) -> None:
         stream = translator.translate_iter(lines, to, options, batch_size=1 if interactive else batch_size,

@@ -86,9 +86,22 @@ class Command(click.Command):
             raise click.exceptions.Exit(0) from None
 
 
-def command(name: str, **settings):
-    """`@click.command` for an mtkit command: its name, `Command`, -h/--help and --version."""
+class Group(Command, click.Group):
+    """A click group (mt-models) with the same exit statuses and error lines as `Command`."""
+
+
+def command(name: str, cls: type[Command] = Command, **settings):
+    """`@click.command` for an mtkit command: its name, `Command` (or `Group`), -h/--help and --version."""
     def decorate(callback) -> Command:
-        cmd = click.command(name, cls=Command, context_settings=CONTEXT, **settings)(callback)
+        cmd = click.command(name, cls=cls, context_settings=CONTEXT, **settings)(callback)
         return click.version_option(mtkit.__version__, "--version", prog_name=name, message="%(prog)s %(version)s")(cmd)
     return decorate
+
+
+def progress_bar():
+    """The progress bar mt-translate and mt-eval show on stderr for a file (rich loads only here)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=Console(stderr=True), transient=True)

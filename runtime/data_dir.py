@@ -33,6 +33,7 @@ def corpus_file(data_dir: Path | None, prefix: str, lang: str) -> Path:
         raise FileNotFoundError(f"no data directory for {prefix}.{lang}: {HINT}")
     gz = Path(data_dir) / f"{prefix}.{lang}.gz"
     plain = gz.with_suffix("")
-    if gz.is_file() or plain.is_file():
-        return gz if gz.is_file() else plain
+    for path in (gz, plain):
+        if path.is_file():
+            return path
     raise FileNotFoundError(f"{gz}: no such file (nor {plain.name}); {HINT}")

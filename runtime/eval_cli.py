@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from .cli_options import DATA_DIR, decoding_options, model_options
-from .cli_support import CommandError, command
+from .cli_support import CommandError, command, progress_bar
 
 PROG = "mt-eval"
 
@@ -117,11 +117,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     hyps, target_tokens = [], 0
     progress = None
     if sys.stderr.isatty() and not quiet and not as_json:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-        from rich.console import Console
-
-        progress = Progress(TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            console=Console(stderr=True), transient=True)
+        progress = progress_bar()
         progress.start()
         task = progress.add_task("eval", total=len(sources))
     chunk = 256          # big enough for length-sorted batches, small enough for a moving progress bar

@@ -61,7 +61,7 @@ def install(source: str, name: str | None = None, force: bool = False,
         found = fetch(source, staging, show_progress)
         config = bf.BundleConfig.load(found)
         verification = checksums.verify(found, config)
-        if verification.recorded and not verification.ok:
+        if verification.problems:       # none when nothing is recorded: such a bundle installs unverified
             raise InstallError(f"{source}: {'; '.join(verification.problems)}; nothing was installed")
         try:
             if target.exists():     # --force: the old model moves out whole, the new one in whole
@@ -83,8 +83,7 @@ def fetch(source: str, staging: Path, show_progress) -> Path:
         return unpack(archive, staging, source)
     path = Path(source)
     if path.is_dir():
-        if not bundle.is_bundle_dir(path):
-            raise InstallError(f"{path / bf.CONFIG_FILE}: missing; is {path} a model bundle written by mt-export?")
+        bundle.check_bundle_dir(path)
         copy = staging / "bundle"
         shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".*"))
         return copy

@@ -14,20 +14,12 @@ from pathlib import Path
 
 import click
 
-from mtkit import __version__
-
 from . import bundle, checksums, install, model_store
 from . import bundle_format as bf
 from .bundle_format import BundleConfig, BundleError
+from .cli_support import CommandError, Group, command
 
 PROG = "mt-models"
-
-
-class Failure(click.ClickException):
-    """An error for the user: printed as `mt-models: error: ...`, exit 1."""
-
-    def show(self, file=None) -> None:
-        click.echo(f"{PROG}: error: {self.message}", err=True)
 
 
 def warn(message: str) -> None:
@@ -53,7 +45,7 @@ def open_model(model: str) -> tuple[Path, BundleConfig]:
         directory = bundle.resolve_model(model)
         return directory, BundleConfig.load(directory)
     except BundleError as e:
-        raise Failure(str(e)) from None
+        raise CommandError(str(e)) from None
 
 
 def where(directory: Path) -> str:
@@ -72,8 +64,7 @@ def default_model() -> tuple[Path | None, str]:
         return None, str(e)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name=PROG, message="%(prog)s %(version)s")
+@command(PROG, cls=Group)
 def cli() -> None:
     """Manage translation models: the shipped one and those installed in the models directory
     ($MT_MODELS_DIR, else the platform's user data directory). mt-translate, mt-eval and mt-tui
@@ -156,7 +147,7 @@ def verify(model: str) -> None:
     directory, config = open_model(model)
     result = checksums.verify(directory, config)
     if not result.ok:
-        raise Failure(result.error())
+        raise CommandError(result.error())
     click.echo(f"{directory}: {len(result.checked)} files verified ({megabytes(result.checked_bytes)})")
     if result.absent_optional:
         click.echo(f"  not here, not needed to translate: {summarize(result.absent_optional)}")
@@ -201,7 +192,7 @@ def install_model(source: str, name: str | None, force: bool, quiet: bool) -> No
 
                 target = install.install(source, name, force, show_progress=start)
     except (BundleError, OSError) as e:   # OSError: the models directory not writable, a full disk
-        raise Failure(str(e)) from None
+        raise CommandError(str(e)) from None
     recorded = BundleConfig.load(target).files
     if not recorded:
         warn(f"{target.name}: its config.json records no checksums (exported before mt-export wrote them); "
@@ -216,7 +207,7 @@ def remove(name: str) -> None:
     try:
         target = install.remove(name)
     except (BundleError, OSError) as e:
-        raise Failure(str(e)) from None
+        raise CommandError(str(e)) from None
     click.echo(f"removed {name} ({target})")
 
 
