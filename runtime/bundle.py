@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -146,6 +144,9 @@ def find_bundle(root: Path, source: Path | str) -> Path:
 def unpack_archive(archive: Path) -> Path:
     """Unpack `archive` under the cache, keyed by its path, size and mtime, and return the bundle directory
     inside it. Unpacking goes to a temporary directory first, so an interrupted run leaves no half bundle."""
+    import shutil    # only for archives, like tarfile: kept off mt-translate's start-up
+    import tempfile
+
     archive = archive.resolve()
     st = archive.stat()
     key = hashlib.sha256(f"{archive}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
