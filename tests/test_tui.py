@@ -208,7 +208,7 @@ async def test_translate_key_and_stale_results(stand_in):
         # Slow decoding: while "Erster Satz" decodes, the text changes twice. Its result comes
         # back stale and is dropped; "Zweiter Satz" goes stale waiting for the decoder and is
         # never decoded; only the newest text is translated and shown.
-        translator.delay = 0.3
+        translator.delay = 1.0      # long enough for the edits below to land while it decodes, on a busy machine
         await replace_source(pilot, "Erster Satz")
         await pilot.press("f5")
         for _ in range(250):
@@ -237,7 +237,7 @@ async def test_direction_switch(stand_in):
         await paste(pilot, "Wir treffen uns.")
         await settle(pilot)
         assert app.target_text == fake("Wir treffen uns.", "en")
-        await pilot.press("f2")           # next direction: en -> de, translated again at once
+        await pilot.press("f3")           # next direction: en -> de, the text stays, translated again at once
         await settle(pilot)
         assert app.direction == ("en", "de") and app.outcome.direction == ("en", "de")
         assert app.query_one("#source", TextArea).border_title == "English (en)"
@@ -246,7 +246,7 @@ async def test_direction_switch(stand_in):
         assert app.target_text == fake("Wir treffen uns.", "de")
         # Swap: the translation becomes the source and the direction reverses (one translation).
         german_output = app.target_text
-        await pilot.press("f3")
+        await pilot.press("f2")
         await settle(pilot)
         assert app.direction == ("de", "en")
         assert app.source_text == german_output
@@ -266,7 +266,7 @@ async def test_history_restores(stand_in):
         await pilot.press("ctrl+l")
         await settle(pilot)
         assert app.source_text == "" and app.target_text == ""
-        await pilot.press("f2")             # the second entry goes the other way: en -> de
+        await pilot.press("f3")             # the second entry goes the other way: en -> de
         await paste(pilot, "Where is Tom?")
         await settle(pilot)
         assert app.target_text == fake("Where is Tom?", "de")
@@ -382,12 +382,13 @@ async def test_bad_settings_and_failed_translations_show_errors(stand_in):
         assert translator.calls[-1].options == DecodeOptions(beam_size=1, num_hypotheses=1, return_alignment=True)
         assert app.outcome.settings == "greedy" and len(app.outcome.results[0].hypotheses) == 1
         app.query_one("#mode").value = "sampling"
-        app.query_one("#temperature").value = "0.7"
+        app.query_one("#temperature").value = "0.5"
+        app.query_one("#top-p").value = "0.8"
         await settle(pilot)
-        assert translator.calls[-1].options == DecodeOptions(beam_size=1, sampling=True, temperature=0.7,
-                                                             return_alignment=True)
-        assert app.outcome.settings == "sampling T=0.7" and app.outcome.results[0].hypotheses
-        assert "sampling T=0.7" in shown(app, "#stats")
+        assert translator.calls[-1].options == DecodeOptions(beam_size=1, sampling=True, temperature=0.5,
+                                                             top_p=0.8, return_alignment=True)
+        assert app.outcome.settings == "sampling T=0.5 top-p 0.8" and app.outcome.results[0].hypotheses
+        assert "sampling T=0.5 top-p 0.8" in shown(app, "#stats")
         # A translation that fails is reported; the app keeps running and recovers.
         translator.fail_with = TranslationError("the decoder ran out of memory")
         source.load_text("Noch ein Satz")
@@ -461,7 +462,7 @@ async def test_fixture_model_typing_and_swap(fixture_bundle):
         assert 1 <= len(hyps) <= 4 and hyps[0].text == english
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         # Swap: the English becomes the source and comes back as the German.
-        await pilot.press("f3")
+        await pilot.press("f2")
         await settle(pilot)
         assert app.direction == ("en", "de")
         assert app.source_text == english and app.target_text == german
