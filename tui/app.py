@@ -29,7 +29,6 @@ from .status import ErrorBar, StatusLine
 
 DEBOUNCE_SECONDS = 0.4
 NO_MODEL = "No model loaded. ctrl+o opens a bundle."
-PANEL_KEYS = Binding.Group("Panels", compact=True)
 
 
 class MTApp(App):
@@ -44,7 +43,9 @@ class MTApp(App):
         Binding("f3", "next_direction", "Direction", priority=True, show=False),
         Binding("f4", "copy_result", "Copy", priority=True),
         Binding("f5,ctrl+enter", "translate_now", "Translate", priority=True),
-        *(Binding(key, f"open_panel('{name}')", title, group=PANEL_KEYS) for name, (_, title, key) in PANELS.items()),
+        # One footer entry for the four panel keys; help lists each.
+        *(Binding(key, f"open_panel('{name}')", "Panels" if i == 0 else title, priority=True, show=i == 0,
+                  key_display="alt+1…4" if i == 0 else None) for i, (name, (_, title, key)) in enumerate(PANELS.items())),
         Binding("ctrl+o", "open_model", "Open", priority=True),
         Binding("ctrl+l", "clear", "Clear", priority=True, show=False),
         Binding("ctrl+q", "quit", "Quit", priority=True),
@@ -78,7 +79,7 @@ class MTApp(App):
         yield StatusLine(id="stats")
         yield ErrorBar(id="error")
         yield Panels(id="details")
-        yield Footer(compact=True)
+        yield Footer()
 
     def on_mount(self) -> None:
         self.editors.source.focus()

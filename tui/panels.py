@@ -13,12 +13,13 @@ from .history_list import HistoryList
 from .model_info import ModelInfo
 from .state import Outcome, current_block
 
-# Panel name -> (tab id, title, key). The app binds the keys; help and the footer list them.
+# Panel name -> (tab id, title, key). The app binds the keys (alt+digit, as tabs in a browser: the
+# free F-keys are taken, F6 and F7 by the editors); help lists them.
 PANELS = {
-    "alternatives": ("tab-alternatives", "Alternatives", "f6"),
-    "alignment": ("tab-alignment", "Alignment", "f7"),
-    "history": ("tab-history", "History", "f8"),
-    "model": ("tab-model", "Model", "f9"),
+    "alternatives": ("tab-alternatives", "Alternatives", "alt+1"),
+    "alignment": ("tab-alignment", "Alignment", "alt+2"),
+    "history": ("tab-history", "History", "alt+3"),
+    "model": ("tab-model", "Model", "alt+4"),
 }
 
 

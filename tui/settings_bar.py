@@ -64,7 +64,7 @@ class SettingsBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         s = self.settings
-        yield Label("To", classes="tb-label")
+        yield Label("To", classes="tb-label first")
         yield Select([], prompt="no model", compact=True, id="direction")
         yield Label("Decoding", classes="tb-label wide-only")
         yield Select(MODES, value=s.mode, allow_blank=False, compact=True, id="mode")
@@ -78,8 +78,9 @@ class SettingsBar(Horizontal):
                         validators=[Number(maximum=5.0)], tooltip=f"{field_help('temperature')} At most 5 here.")
             yield Label("top-p", classes="tb-label")
             yield Input(f"{s.top_p:g}", type="number", compact=True, id="top-p", tooltip=field_help("top_p"))
-        yield Label("Provider", classes="tb-label")
-        yield Select(PROVIDERS, value=self._first_provider, allow_blank=False, compact=True, id="provider")
+        yield Label("Provider", classes="tb-label wide-only")
+        yield Select(PROVIDERS, value=self._first_provider, allow_blank=False, compact=True, id="provider",
+                     tooltip="Where the model runs: auto picks CUDA when ONNX Runtime has it, else the CPU.")
         yield Static("", markup=False, id="in-use")
 
     def on_mount(self) -> None:
