@@ -34,9 +34,8 @@ NO_MODEL = "No model loaded. ctrl+o opens a bundle."
 class MTApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "mt-tui"
-    # The screen gets -narrow below 100 columns and -short below 30 rows (app.tcss tightens there).
+    # The screen gets -narrow below 100 columns: app.tcss tightens the settings bar and the footer.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     BINDINGS = [
         Binding("f1", "help", "Help"),
         Binding("f2", "swap", "Swap", priority=True),

@@ -13,9 +13,8 @@ import asyncio
 import click
 
 from .app import MTApp
+from .panels import PANELS
 
-PANELS = {"alternatives": "tab-alternatives", "alignment": "tab-alignment", "history": "tab-history",
-          "model": "tab-model"}
 
 
 async def render(app: MTApp, text: str, panel: str, size: tuple[int, int], out: str) -> None:
@@ -34,7 +33,7 @@ async def render(app: MTApp, text: str, panel: str, size: tuple[int, int], out: 
         source.insert(text)
         await settle()
         source.move_cursor((0, 0))                 # the panels show the first line
-        app.query_one("#panels").active = PANELS[panel]
+        app.panels.open(panel)
         await pilot.pause()
         app.save_screenshot(out)
 
@@ -53,7 +52,7 @@ def main(model: str | None, output: str, text: str, panel: str, size: str, provi
     app = MTApp(model_path=model, provider=provider)
     asyncio.run(render(app, text.replace("\\n", "\n"), panel, (columns, rows), output))
     if app.translator is None:
-        raise click.ClickException(f"no model loaded: {app._errors.get('model', '')}")
+        raise click.ClickException(f"no model loaded: {app.errors.problems.get('model', '')}")
     click.echo(f"wrote {output}")
 
 
