@@ -55,6 +55,7 @@ class MTApp(App):
     direction: var[tuple[str, str] | None] = var(None)          # the direction in use
     provider = var("auto")                                      # the provider asked for
     in_use = var("")                                            # the provider really in use
+    provider_note = var("")                                     # why, when it differs from the one asked for
     outcome: var[Outcome | None] = var(None, init=False)        # the result on screen
 
     def __init__(self, model_path: str | Path | None = None, provider: str = "auto", variant: str = "auto",
@@ -73,7 +74,8 @@ class MTApp(App):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield SettingsBar(self.provider, id="toolbar").data_bind(MTApp.directions, MTApp.direction, MTApp.provider, MTApp.in_use)
+        yield SettingsBar(self.provider, id="toolbar").data_bind(
+            MTApp.directions, MTApp.direction, MTApp.provider, MTApp.in_use, MTApp.provider_note)
         yield Editors(id="editors").data_bind(MTApp.direction)
         yield StatusLine(id="stats")
         yield ErrorBar(id="error")
@@ -123,6 +125,7 @@ class MTApp(App):
         name = Path(str(translator.path)).name
         self.sub_title = f"{name} · {translator.variant}"
         self.in_use = str(translator.provider)
+        self.provider_note = getattr(translator, "provider_note", "")
         self.panels.show_model(translator)
 
     def watch_outcome(self, outcome: Outcome | None) -> None:
@@ -143,7 +146,6 @@ class MTApp(App):
         self.directions = bundle_directions(translator.config)
         self.direction = self.direction if self.direction in self.directions else self.first_direction()
         self.translator = translator
-        self.query_one("#in-use").tooltip = getattr(translator, "provider_note", "") or None
         self.errors.clear("model")
         actual = str(translator.provider).upper()
         self.status.update(f"Loaded {Path(str(translator.path)).name} ({translator.variant}, {actual}).")
@@ -182,12 +184,16 @@ class MTApp(App):
     def translate_source(self) -> None:
         """The debounce is over (or a key asked): translate the source as it is now."""
         text = self.source_text
-        if not text.strip() or len(text) > MAX_INPUT_CHARS:
+        if not text.strip():
+            self.outcome = None
+            self.errors.clear("translation")
+            if not self.loads.loading:
+                self.status.update("")
+        elif len(text) > MAX_INPUT_CHARS:
             self.outcome = None
             self.status.update("")
-            self.errors.report("translation", "" if not text.strip() else
-                               f"Input too long: {len(text):,} characters (the limit is {MAX_INPUT_CHARS:,}). "
-                               "Translate long documents with mt-translate.")
+            self.errors.report("translation", f"Input too long: {len(text):,} characters (the limit is "
+                                              f"{MAX_INPUT_CHARS:,}). Translate long documents with mt-translate.")
         elif self.translator is None or self.direction is None:
             if not self.loads.loading:
                 self.status.update("No model loaded: ctrl+o opens a bundle.")
@@ -284,8 +290,6 @@ class MTApp(App):
 
     def action_open_panel(self, panel: str) -> None:
         self.panels.open(panel)
-        if panel == "history":
-            self.query_one("#history").focus()      # the one panel to act in: enter restores
 
     def action_copy_result(self) -> None:
         text = self.target_text

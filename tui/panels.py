@@ -45,6 +45,8 @@ class Panels(Vertical):
 
     def open(self, panel: str) -> None:
         self.query_one(TabbedContent).active = PANELS[panel][0]
+        if panel == "history":
+            self.query_one(HistoryList).focus()     # the one panel to act in: enter restores an entry
 
     def show_line(self, outcome: Outcome | None, row: int, column: int) -> None:
         """Alternatives and alignment of the source line at `row`, the cursor at `column`."""

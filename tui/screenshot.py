@@ -16,7 +16,6 @@ from .app import MTApp
 from .panels import PANELS
 
 
-
 async def render(app: MTApp, text: str, panel: str, size: tuple[int, int], out: str) -> None:
     async with app.run_test(size=size) as pilot:
         async def settle() -> None:

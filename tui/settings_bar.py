@@ -34,6 +34,7 @@ class SettingsBar(Horizontal):
     direction: reactive[tuple[str, str] | None] = reactive(None)
     provider: reactive[str] = reactive("auto")                      # the provider asked for
     in_use: reactive[str] = reactive("")                            # the provider really in use
+    provider_note: reactive[str] = reactive("")                     # why, shown as the tooltip of in_use
 
     class DirectionPicked(Message):
         def __init__(self, direction: tuple[str, str]) -> None:
@@ -117,6 +118,9 @@ class SettingsBar(Horizontal):
 
     def watch_in_use(self, in_use: str) -> None:
         self.query_one("#in-use", Static).update(f"in use: {in_use.upper()}" if in_use else "")
+
+    def watch_provider_note(self, note: str) -> None:
+        self.query_one("#in-use", Static).tooltip = note or None
 
     # ----- what the user picks ------------------------------------------------------------------
     @on(Select.Changed, "#direction")
