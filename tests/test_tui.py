@@ -458,6 +458,7 @@ async def test_errors_show_literally_and_clear_on_the_next_success(stand_in):
         app.query_one("#provider").value = "cuda"
         await settle(pilot)
         assert "Cannot use provider 'cuda'" in str(app.query_one("#error").render())
+        assert "tokens/s" in shown(app, "#stats")        # the last result's figures, back after "Loading…"
         await paste(pilot, "!")
         await settle(pilot)
         assert app.target_text == fake("Hallo Welt!", "en") and not app.query_one("#error").display
@@ -650,7 +651,7 @@ async def test_fixture_model_alignment_of_the_sentence_under_the_cursor(fixture_
 # ----- no app -----------------------------------------------------------------------------------
 
 def test_tui_never_imports_torch():
-    code = ("import sys; import mtkit.tui.app; from mtkit.runtime import Translator; "
+    code = ("import sys; import mtkit.tui.app, mtkit.tui.cli; from mtkit.runtime import Translator; "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 

@@ -177,7 +177,8 @@ class MTApp(App):
         else:
             title = "Model not loaded"
             self.errors.report("model", f"Cannot load the model: {message}\nctrl+o opens another bundle.")
-        self.status.update("No model loaded." if self.translator is None else "")
+        self.status.update("No model loaded." if self.translator is None else
+                           self.status.last_result if self.outcome else "")
         self.notify(self.errors.problems["model"], title=title, severity="error", timeout=8, markup=False)
 
     # ----- translating --------------------------------------------------------------------------
@@ -208,8 +209,8 @@ class MTApp(App):
         self.errors.report("translation", "Note: " + "; ".join(notes) if notes else "")
         tokens = outcome.target_tokens
         rate = tokens / outcome.seconds if outcome.seconds > 0 else 0.0
-        self.status.update(f"{outcome.seconds * 1000:.0f} ms · {rate:.0f} tokens/s · {tokens} tokens · "
-                           f"{outcome.settings} · {self.in_use.upper()}")
+        self.status.show_result(f"{outcome.seconds * 1000:.0f} ms · {rate:.0f} tokens/s · {tokens} tokens · "
+                                f"{outcome.settings} · {self.in_use.upper()}")
         if self.history.record(outcome):
             self.panels.show_history(self.history.entries)
 

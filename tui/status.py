@@ -26,6 +26,11 @@ class StatusLine(Static):
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__("", markup=False, id=id)
+        self.last_result = ""       # shown again when a later message (a failed load) is over
+
+    def show_result(self, text: str) -> None:
+        self.last_result = text
+        self.update(text)
 
 
 class ErrorBar(Static):
