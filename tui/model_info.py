@@ -110,7 +110,7 @@ class ModelInfo(Static):
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
         for key, value in info_rows(translator):
-            table.add_row(key, value)
+            table.add_row(key, Text(value))     # literally: a path may hold [brackets]
         self.update(table)
 
     def show_message(self, message: str) -> None:

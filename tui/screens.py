@@ -11,12 +11,17 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from .panels import PANELS
+from .state import SAMPLING_TEMPERATURE, SAMPLING_TOP_P
+
 KEYS = [
     ("F1", "this help"),
-    ("F2", "next translation direction"),
-    ("F3", "swap: the translation becomes the source, the direction reverses"),
+    ("F2", "swap: the direction reverses and the translation becomes the source"),
+    ("F3", "next translation direction; the source text stays (for text typed in the other language)"),
     ("F4", "copy the translation to the clipboard (OSC 52: the terminal must allow it)"),
     ("F5, ctrl+enter", "translate now (ctrl+enter only where the terminal sends it)"),
+    *((key, f"{title} panel" + (" (focuses the list: enter restores an entry)" if name == "history" else ""))
+      for name, (_, title, key) in PANELS.items()),
     ("ctrl+o", "open another model bundle (a directory, or a .tar.gz / .zip of one)"),
     ("ctrl+l", "clear the source"),
     ("tab, shift+tab", "move between the editors, the settings and the panels"),
@@ -30,7 +35,8 @@ ABOUT = [
          "in typing. Each line is translated on its own."),
     ("Decoding", "greedy takes the likeliest token at each step; beam search keeps the best few "
                  "partial translations (the Alternatives panel lists them with their scores); sampling "
-                 "draws tokens at random, wilder as the temperature rises."),
+                 "draws tokens at random from the top-p share of the probability, wilder as the "
+                 f"temperature rises (T {SAMPLING_TEMPERATURE:g} and top-p {SAMPLING_TOP_P:g} to start)."),
     ("Panels", "for the line under the cursor. Alignment shows which source tokens the decoder "
                "attended to for each output token, for the sentence under the cursor (last decoder "
                "layer, heads averaged; brighter is stronger). History keeps past translations in "

@@ -13,9 +13,7 @@ import asyncio
 import click
 
 from .app import MTApp
-
-PANELS = {"alternatives": "tab-alternatives", "alignment": "tab-alignment", "history": "tab-history",
-          "model": "tab-model"}
+from .panels import PANELS
 
 
 async def render(app: MTApp, text: str, panel: str, size: tuple[int, int], out: str) -> None:
@@ -34,7 +32,7 @@ async def render(app: MTApp, text: str, panel: str, size: tuple[int, int], out: 
         source.insert(text)
         await settle()
         source.move_cursor((0, 0))                 # the panels show the first line
-        app.query_one("#panels").active = PANELS[panel]
+        app.panels.open(panel)
         await pilot.pause()
         app.save_screenshot(out)
 
@@ -53,7 +51,7 @@ def main(model: str | None, output: str, text: str, panel: str, size: str, provi
     app = MTApp(model_path=model, provider=provider)
     asyncio.run(render(app, text.replace("\\n", "\n"), panel, (columns, rows), output))
     if app.translator is None:
-        raise click.ClickException(f"no model loaded: {app._errors.get('model', '')}")
+        raise click.ClickException(f"no model loaded: {app.errors.problems.get('model', '')}")
     click.echo(f"wrote {output}")
 
 

@@ -46,20 +46,29 @@ def bundle_directions(config) -> list[tuple[str, str]]:
     return sorted(unique, key=lambda d: d != ("de", "en"))
 
 
-@dataclass
+# The TUI's sampling. DecodeOptions' neutral defaults (T = 1, no top-p) draw from the model's whole
+# tail, which reads as garbage in an interactive app; a cooler temperature and a nucleus cut keep
+# the variety and drop the noise. Only the TUI uses these: the API and the CLIs keep DecodeOptions'.
+SAMPLING_TEMPERATURE = 0.7
+SAMPLING_TOP_P = 0.9
+
+
+@dataclass(frozen=True)
 class DecodeSettings:
-    """The toolbar's decoding choices, with the runtime's defaults; `options()` turns them into the
-    runtime's `DecodeOptions`, which checks them as it checks the CLIs' flags."""
+    """The toolbar's decoding choices; `options()` turns them into the runtime's `DecodeOptions`,
+    which checks them as it checks the CLIs' flags."""
 
     mode: str = "beam"          # "greedy" | "beam" | "sampling"
     beam_size: int = DEFAULTS.beam_size
-    temperature: float = DEFAULTS.temperature
+    temperature: float = SAMPLING_TEMPERATURE
+    top_p: float = SAMPLING_TOP_P
 
     def options(self) -> DecodeOptions:
         """The options for `Translator.translate`, alignment included (the panel shows it); an
         `OptionError` for a value out of range."""
         if self.mode == "sampling":
-            return DecodeOptions(beam_size=1, sampling=True, temperature=self.temperature, return_alignment=True)
+            return DecodeOptions(beam_size=1, sampling=True, temperature=self.temperature, top_p=self.top_p,
+                                 return_alignment=True)
         if self.mode == "greedy" or self.beam_size == 1:
             return DecodeOptions(beam_size=1, return_alignment=True)
         return DecodeOptions(beam_size=self.beam_size, num_hypotheses=min(max(self.beam_size, 1), MAX_NBEST),
@@ -67,7 +76,7 @@ class DecodeSettings:
 
     def describe(self) -> str:
         if self.mode == "sampling":
-            return f"sampling T={self.temperature:g}"
+            return f"sampling T={self.temperature:g} top-p {self.top_p:g}"
         if self.mode == "greedy" or self.beam_size == 1:
             return "greedy"
         return f"beam {self.beam_size}"

@@ -1,0 +1,45 @@
+"""The two editors side by side: the source (editable) and its translation (read only), titled
+with the languages of the current direction."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import TextArea
+
+from .state import language_name
+
+
+class Editors(Horizontal):
+    direction: reactive[tuple[str, str] | None] = reactive(None)
+
+    def compose(self) -> ComposeResult:
+        yield TextArea(id="source", placeholder="Type or paste text to translate…")
+        yield TextArea(id="target", read_only=True, placeholder="The translation appears here.")
+
+    @property
+    def source(self) -> TextArea:
+        return self.query_one("#source", TextArea)
+
+    @property
+    def target(self) -> TextArea:
+        return self.query_one("#target", TextArea)
+
+    def watch_direction(self, direction: tuple[str, str] | None) -> None:
+        if direction is None:
+            self.source.border_title, self.target.border_title = "Source", "Translation"
+        else:
+            self.source.border_title = f"{language_name(direction[0])} ({direction[0]})"
+            self.target.border_title = f"{language_name(direction[1])} ({direction[1]})"
+
+    def set_source(self, text: str, quiet: bool = False) -> None:
+        """Replace the source text; `quiet`: without the Changed event that starts a translation."""
+        if quiet:
+            with self.source.prevent(TextArea.Changed):
+                self.source.load_text(text)
+        else:
+            self.source.load_text(text)
+
+    def show_translation(self, text: str) -> None:
+        self.target.load_text(text)
