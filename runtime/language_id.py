@@ -83,6 +83,6 @@ def choose(text: str, target: str, sources: list[str]) -> SourceLanguage:
     if language not in sources and language != target and probs[language] >= SURE_PROBABILITY:
         warning = f"looks like {language} ({probs[language]:.2f}), which this model does not know; translated as {source}"
     elif p_source < SURE_PROBABILITY:
-        warning = (f"language uncertain ({language} {probs[language]:.2f}, {source} {probs.get(source, 0.0):.2f}); "
-                   f"translated from {source}")
+        seen = f"{language} {probs[language]:.2f}" + (f", {source} {p_source:.2f}" if language != source else "")
+        warning = f"language uncertain ({seen}); translated from {source}"
     return SourceLanguage(language, probs[language], warning=warning)
