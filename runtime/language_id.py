@@ -24,7 +24,8 @@ KEEP_PROBABILITY = 0.5
 # ...and at least this many times that of the model's source language(s). On real sentences this
 # passes through none of Tatoeba's and 0-2 of WMT's German, and ~97% of English already in English.
 KEEP_RATIO = 30.0
-# Below this probability for the language it is translated from, a translated sentence gets a warning.
+# A sentence translated although it looks like another language gets a warning: "uncertain", or, at
+# this probability or more for a language the model does not know, one that names it.
 SURE_PROBABILITY = 0.5
 
 
@@ -68,8 +69,9 @@ def has_letters(text: str) -> bool:
 
 def choose(text: str, target: str, sources: list[str]) -> SourceLanguage:
     """Detect the language of `text` and decide: keep it (already `target`) or translate it from one of
-    `sources` (the languages the model translates into `target`). A language the model does not know,
-    or an unsure detection, is translated with a warning."""
+    `sources` (the languages the model translates into `target`). A sentence that looks more like
+    another language (`target` without certainty, or one the model does not know) is translated with
+    a warning."""
     if not has_letters(text):                # numbers, symbols, emoji: nothing to tell the language by
         return SourceLanguage(None, None)
     probs = probabilities(text)
@@ -78,11 +80,11 @@ def choose(text: str, target: str, sources: list[str]) -> SourceLanguage:
     p_source = max((probs.get(s, 0.0) for s in sources), default=0.0)
     if language == target and p_target >= KEEP_PROBABILITY and p_target >= KEEP_RATIO * p_source:
         return SourceLanguage(language, probs[language], translated=False)
-    warning = None
     source = max(sources, key=lambda s: probs.get(s, 0.0))
+    warning = None                           # translated from what it looks like: nothing to warn about
     if language not in sources and language != target and probs[language] >= SURE_PROBABILITY:
         warning = f"looks like {language} ({probs[language]:.2f}), which this model does not know; translated as {source}"
-    elif p_source < SURE_PROBABILITY:
-        seen = f"{language} {probs[language]:.2f}" + (f", {source} {p_source:.2f}" if language != source else "")
-        warning = f"language uncertain ({seen}); translated from {source}"
+    elif language not in sources:
+        warning = (f"language uncertain ({language} {probs[language]:.2f}, {source} {p_source:.2f}); "
+                   f"translated from {source}")
     return SourceLanguage(language, probs[language], warning=warning)
