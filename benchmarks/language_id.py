@@ -110,9 +110,8 @@ def main() -> None:
     load_ms = 1000 * (time.perf_counter() - start)
     sets = test_sets(args.data_dir or default_data_dir())
     rows = evaluate(sets)
-    print(f"detector load + first call: {load_ms:.0f} ms; thresholds: keep when p(target) >= "
-          f"{language_id.KEEP_PROBABILITY} and >= {language_id.KEEP_RATIO} x p(source); warn below p(source) "
-          f"{language_id.SURE_PROBABILITY}")
+    print(f"detector load + first call: {load_ms:.0f} ms; kept when p(target) >= {language_id.KEEP_PROBABILITY} "
+          f"and >= {language_id.KEEP_RATIO} x p(source)")
     print(f"{'set':34s} {'n':>5s} {'top-1':>7s} {'passed wrongly':>14s} {'kept if target':>14s} {'warned':>7s} {'us/sent':>7s}")
     for r in rows:
         kept = f"{r['kept_when_already_target']:.3f}" if "kept_when_already_target" in r else "-"
