@@ -53,7 +53,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     from .errors import TranslationError
     from .text_io import InputError, atomic_output, decode_lines, read_lines
-    from .translator import LanguageWarning, LongInputWarning, Translator
+    from .language_id import LanguageWarning
+    from .translator import LongInputWarning, Translator
 
     warnings.simplefilter("ignore", LongInputWarning)     # both reported below, with the line number
     warnings.simplefilter("ignore", LanguageWarning)
