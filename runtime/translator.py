@@ -271,7 +271,6 @@ class Translator:
             self.target_from(from_lang, to)
         opts = self.decode_options(options, **overrides)
         t0 = time.perf_counter()
-        text_warnings: list[list[str]] = [[] for _ in texts]
         text_languages: list[list[SourceLanguage]] = [[] for _ in texts]
 
         # 1. Sentences, cleaned and tokenized; over-long ones cut into parts.
@@ -290,7 +289,6 @@ class Translator:
                     language = self.source_language(core, to, from_lang)
                     text_languages[i].append(language)
                     if language.warning:
-                        text_warnings[i].append(language.warning)
                         warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=2)
                     if not language.translated:
                         segments[-1].kept = core
@@ -301,6 +299,7 @@ class Translator:
         encoded = self.tokenizer.encode(cores) if cores else []
         limit = self.config.max_positions - 2                  # room for the language tag and </s>
         sources: list[list[int]] = []
+        text_warnings: list[list[str]] = [[] for _ in texts]
         for (i, s), ids in zip(owners, encoded):
             parts = [ids]
             if len(ids) > limit:
@@ -327,6 +326,7 @@ class Translator:
         for tr, languages in zip(translations, text_languages):
             tr.timings = dict(timings)
             tr.languages = languages
+            tr.warnings = [s.warning for s in languages if s.warning] + tr.warnings
         return translations
 
     def source_language(self, sentence: str, to: str, from_lang: str = "auto") -> SourceLanguage:
