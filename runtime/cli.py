@@ -53,15 +53,17 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     from .errors import TranslationError
     from .text_io import InputError, atomic_output, decode_lines, read_lines
+    from .language_id import LanguageWarning
     from .translator import LongInputWarning, Translator
 
-    warnings.simplefilter("ignore", LongInputWarning)     # reported below, with the line number
+    warnings.simplefilter("ignore", LongInputWarning)     # both reported below, with the line number
+    warnings.simplefilter("ignore", LanguageWarning)
     try:
         translator = Translator(model, provider=provider, threads=threads, variant=variant)
         if list_languages:
             print("\n".join(translator.languages))
             return
-        if from_lang:                   # checked, and picks the default target; it is not detected yet
+        if from_lang:                   # checked, and picks the default target
             to = translator.target_from(from_lang, to)
         translator.tag_id(to)
     except TranslationError as e:
@@ -89,8 +91,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         progress = progress_bar()
 
     def write_all(out) -> None:
-        stream = translator.translate_iter(lines, to, options, batch_size=1 if interactive else batch_size,
-                                           split_sentences=not no_split)
+        stream = translator.translate_iter(lines, to, options, from_lang=from_lang or "auto",
+                                           batch_size=1 if interactive else batch_size, split_sentences=not no_split)
         task = progress.add_task("translate", total=total) if progress else None
         for lineno, tr in enumerate(stream, start=1):
             for w in tr.warnings:
@@ -128,7 +130,10 @@ def record(lineno: int, tr, fmt: str, alignment: bool) -> str:
     def num(x):
         return round(x, 4) if math.isfinite(x) else None
 
-    data = {"line": lineno, "source": tr.source, "text": tr.text, "score": num(tr.score), "tokens": tr.tokens,
+    data = {"line": lineno, "source": tr.source, "text": tr.text, "language": tr.language, "translated": tr.translated,
+            "sentences": [{"language": s.language, "probability": None if s.probability is None else num(s.probability),
+                           "translated": s.translated} for s in tr.languages],
+            "score": num(tr.score), "tokens": tr.tokens,
             "n_best": [{"text": h.text, "score": num(h.score), "tokens": h.tokens} for h in tr.hypotheses],
             "num_tokens": tr.num_tokens, "num_source_tokens": tr.num_source_tokens,
             "timings": {k: round(v, 3) if isinstance(v, float) else v for k, v in tr.timings.items()}}

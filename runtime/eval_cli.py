@@ -124,7 +124,8 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     start = time.perf_counter()
     try:
         for i in range(0, len(sources), chunk):
-            for tr in translator.translate(sources[i:i + chunk], tgt, options, split_sentences=split_sentences):
+            for tr in translator.translate(sources[i:i + chunk], tgt, options, from_lang=src_lang or "auto",
+                                           split_sentences=split_sentences):
                 hyps.append(tr.text)
                 target_tokens += tr.num_tokens
             if progress:

@@ -1,6 +1,7 @@
 """`Translator`: load a bundle, translate text. The API that the CLIs and the TUI are built on.
 
-A call goes: split each text into sentences (`sentences.py`), clean and tokenize them, cut any
+A call goes: split each text into sentences (`sentences.py`), clean them, leave out those already in
+the target language (`language_id.py`, unless the source language is given), tokenize them, cut any
 sentence longer than the model's positions into parts (with a warning), decode all parts in
 length-sorted batches (`batching.py`, `search.py`, `onnx_backend.py`), then detokenize and put
 every text back together with its original separators.
@@ -19,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bundle
+from . import bundle, language_id
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_options import DecodeOptions
+from .language_id import LanguageWarning, SourceLanguage
 from .search import Hypothesis as SearchHypothesis
 from .sentences import split
 from .vocab import EOS_PIECE, source_ids
@@ -66,6 +68,18 @@ class Translation:
     num_parts: int = 0                      # sentences (and pieces of over-long ones) decoded
     timings: dict = field(default_factory=dict)   # ms spent by the whole call this came from, and its size
     warnings: list[str] = field(default_factory=list)
+    languages: list[SourceLanguage] = field(default_factory=list)   # per sentence: detected (or given), translated?
+
+    @property
+    def language(self) -> str | None:
+        """The source language of most sentences (the first on a tie): detected, or as given."""
+        found = [sentence.language for sentence in self.languages if sentence.language]
+        return max(found, key=found.count) if found else None
+
+    @property
+    def translated(self) -> bool:
+        """False when the whole text came back unchanged: it was already in the target language."""
+        return any(sentence.translated for sentence in self.languages)
 
 
 @dataclass
@@ -75,6 +89,7 @@ class _Segment:
     trail: str
     sep: str
     parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
+    kept: str = ""                                     # the sentence itself, when not translated
 
 
 def clean(text: str) -> str:
@@ -232,13 +247,15 @@ class Translator:
     # Translation.
 
     def translate(self, texts: list[str] | str, to: str | None = None, options: DecodeOptions | None = None, *,
-                  split_sentences: bool = True, **overrides) -> list[Translation]:
+                  from_lang: str = "auto", split_sentences: bool = True, **overrides) -> list[Translation]:
         """Translate each text into `to` (default "en" if the model has it, else its first language).
 
         `options` is a `DecodeOptions` (default: its defaults, beam search of width 4); `overrides` are
         its fields by name, e.g. `beam_size=1` (greedy), `num_hypotheses=3` (an n-best list),
         `sampling=True, temperature=0.8, seed=1`, `return_alignment=True` (cross-attention weights).
         Output is at most max_length_ratio * source tokens + 10 (and the model's maximum).
+        from_lang "auto" detects the language of each sentence and leaves one already in `to` unchanged
+        (`Translation.languages` says which); a language code translates every sentence from it.
         split_sentences translates a paragraph sentence by sentence. Returns one Translation per text,
         in order (a str gives a list of one).
         """
@@ -249,8 +266,12 @@ class Translator:
             if not isinstance(t, str):
                 raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
         tag = self.tag_id(to)
+        to = to or self.default_language
+        if from_lang != "auto":
+            self.target_from(from_lang, to)
         opts = self.decode_options(options, **overrides)
         t0 = time.perf_counter()
+        text_languages: list[list[SourceLanguage]] = [[] for _ in texts]
 
         # 1. Sentences, cleaned and tokenized; over-long ones cut into parts.
         layouts: list[list[_Segment]] = []
@@ -265,6 +286,13 @@ class Translator:
                 segments.append(_Segment(lead, trail, sep))
                 core = clean(core).strip()
                 if core:
+                    language = self.source_language(core, to, from_lang)
+                    text_languages[i].append(language)
+                    if language.warning:
+                        warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=2)
+                    if not language.translated:
+                        segments[-1].kept = core
+                        continue
                     owners.append((i, len(segments) - 1))
                     cores.append(core)
             layouts.append(segments)
@@ -295,21 +323,34 @@ class Translator:
         t3 = time.perf_counter()
         timings = {"preprocess_ms": 1000 * (t1 - t0), "decode_ms": 1000 * (t2 - t1),
                    "postprocess_ms": 1000 * (t3 - t2), "batch_texts": len(texts), "batch_parts": len(sources)}
-        for tr in translations:
+        for tr, languages in zip(translations, text_languages):
             tr.timings = dict(timings)
+            tr.languages = languages
+            tr.warnings = [s.warning for s in languages if s.warning] + tr.warnings
         return translations
 
+    def source_language(self, sentence: str, to: str, from_lang: str = "auto") -> SourceLanguage:
+        """The language of one sentence for a translation into `to`, and whether it needs translating:
+        `from_lang` as given, or (for "auto") detected by `language_id.choose`."""
+        if from_lang != "auto":
+            return SourceLanguage(from_lang, None)
+        sources = [a for a, b in self.directions if b == to] or [s for s in self.source_languages if s != to]
+        return language_id.choose(sentence, to, sources)
+
     def translate_iter(self, texts: Iterable[str], to: str | None = None, options: DecodeOptions | None = None, *,
-                       batch_size: int = 32, split_sentences: bool = True, **overrides) -> Iterator[Translation]:
+                       from_lang: str = "auto", batch_size: int = 32, split_sentences: bool = True,
+                       **overrides) -> Iterator[Translation]:
         """Translate a stream, `batch_size` texts at a time, yielding results in input order as soon as
         each batch is done. Options as for `translate`; they are checked before the first text is read."""
         if batch_size < 1:
             raise TranslationError(f"batch_size must be at least 1, not {batch_size}")
         self.tag_id(to)
+        if from_lang != "auto":
+            self.target_from(from_lang, to or self.default_language)
         opts = self.decode_options(options, **overrides)      # fail before reading
         iterator = iter(texts)
         while batch := list(itertools.islice(iterator, batch_size)):
-            yield from self.translate(batch, to, opts, split_sentences=split_sentences)
+            yield from self.translate(batch, to, opts, from_lang=from_lang, split_sentences=split_sentences)
 
     def _assemble(self, text: str, segments: list[_Segment], sources, results, opts: DecodeOptions,
                   text_warnings: list[str]) -> Translation:
@@ -325,7 +366,7 @@ class Translator:
             out, tokens = [], []
             for seg in segments:
                 words = [self.tokenizer.decode(chosen[p].tokens).strip() for p in seg.parts]
-                body = " ".join(w for w in words if w)
+                body = seg.kept or " ".join(w for w in words if w)
                 out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
                 tokens += [self.tokenizer.id_to_piece(t) for p in seg.parts for t in chosen[p].tokens]
             # Scores of parts combine as if decoded as one: log-probs add up; beam scores are

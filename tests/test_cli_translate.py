@@ -221,13 +221,13 @@ def test_cuda_provider_without_cuda_fails_cleanly():
     assert out.returncode == 1 and "CUDA" in err and "Traceback" not in err and out.stdout == b""
     auto = run("--provider", "auto", "--beam-size", "1", "Hallo")
     assert auto.returncode == 0 and b"provider auto: using cpu" in auto.stderr and auto.stdout.count(b"\n") == 1
-    default = run("--beam-size", "1", "Hallo")              # auto is the default; said only when asked for
+    default = run("--beam-size", "1", GERMAN[0])            # auto is the default; said only when asked for
     assert default.returncode == 0 and default.stderr == b"" and default.stdout.count(b"\n") == 1
 
 
 def test_progress_bar_on_a_terminal_only(tmp_path):
     src = tmp_path / "in.txt"
-    src.write_text("Hallo.\nJa.\nNein.\n", encoding="utf-8")
+    src.write_text("\n".join(GERMAN[:3]) + "\n", encoding="utf-8")     # sure to be German: no warnings
     piped = run("-i", str(src), "-o", str(tmp_path / "a.txt"), "--beam-size", "1")
     assert piped.returncode == 0 and piped.stderr == b""
     # stderr on a pseudo-terminal: rich draws the bar there.
