@@ -24,6 +24,7 @@ from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_options import DecodeOptions
+from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
 from .search import Hypothesis as SearchHypothesis
 from .sentences import split
 from .vocab import EOS_PIECE, source_ids
@@ -75,6 +76,7 @@ class _Segment:
     trail: str
     sep: str
     parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
+    masked: Masked | None = None                       # what the model saw, with the spans to put back
 
 
 def clean(text: str) -> str:
@@ -87,6 +89,13 @@ def clean(text: str) -> str:
     except UnicodeEncodeError:          # lone surrogates (e.g. from surrogateescape'd input)
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+def restore(translation: str, masked: Masked | None) -> str:
+    """A sentence's translation with its numbers repaired and its protected spans put back (protect.py)."""
+    if masked is None:
+        return translation
+    return unmask(repair_numbers(masked.text, translation), masked.spans)
 
 
 def split_long(ids: list[int], limit: int, pieces: list[str]) -> list[list[int]]:
@@ -197,6 +206,7 @@ class Translator:
         self.languages = sorted({b for _, b in self.directions}) or list(config.language_tags)
         self.source_languages = sorted({a for a, _ in self.directions}) or list(config.language_tags)
         self.default_language = "en" if "en" in self.languages else self.languages[0]
+        self._lacks = vocabulary_lacks(tokenizer)      # characters kept out of the model (protect.py)
 
     def __repr__(self) -> str:
         return f"Translator({str(self.path)!r}, provider={self.provider!r}, variant={self.variant!r})"
@@ -263,7 +273,8 @@ class Translator:
                 core = sentence.strip()
                 lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
                 segments.append(_Segment(lead, trail, sep))
-                core = clean(core).strip()
+                segments[-1].masked = mask(clean(strip_ansi(core)).strip(), self._lacks)
+                core = segments[-1].masked.text
                 if core:
                     owners.append((i, len(segments) - 1))
                     cores.append(core)
@@ -325,7 +336,7 @@ class Translator:
             out, tokens = [], []
             for seg in segments:
                 words = [self.tokenizer.decode(chosen[p].tokens).strip() for p in seg.parts]
-                body = " ".join(w for w in words if w)
+                body = restore(" ".join(w for w in words if w), seg.masked)
                 out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
                 tokens += [self.tokenizer.id_to_piece(t) for p in seg.parts for t in chosen[p].tokens]
             # Scores of parts combine as if decoded as one: log-probs add up; beam scores are
