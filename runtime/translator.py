@@ -98,16 +98,35 @@ def restore(translation: str, masked: Masked | None) -> str:
     return unmask(repair_numbers(masked.text, translation), masked.spans)
 
 
+# A sentence longer than this many tokens is translated in clauses: the model was trained on
+# sentences, and its output degrades (and loops) long before the position limit.
+CLAUSE_TOKENS = 100
+CLAUSE_MARKS = (",", ";", ":", "–", "—", ")")
+CONJUNCTIONS = frozenset("""und oder aber denn sondern weil dass wenn als ob obwohl während damit bevor nachdem
+    and or but because that which who when while although if before after since so then""".split())
+
+
+def cut_rank(pieces: list[str], j: int) -> int:
+    """How good a place for a cut the start of pieces[j] is: 2 a clause boundary (after a comma,
+    semicolon, ... or before a conjunction), 1 another word start, 0 inside a word."""
+    if not pieces[j].startswith("▁"):
+        return 0
+    if pieces[j - 1].endswith(CLAUSE_MARKS) or pieces[j][1:].lower() in CONJUNCTIONS:
+        return 2
+    return 1
+
+
 def split_long(ids: list[int], limit: int, pieces: list[str]) -> list[list[int]]:
-    """Cut `ids` into balanced parts of at most `limit`, preferring word starts ("▁...") as cut points."""
+    """Cut `ids` into parts of at most `limit`, about equal, at clause boundaries where there are
+    any (then word starts), each cut in the middle half of where it may go."""
     n_parts = math.ceil(len(ids) / limit)
     parts, start = [], 0
     for k in range(1, n_parts):
-        cut = min(start + limit, round(len(ids) * k / n_parts))
-        for j in range(cut, start + max(limit // 2, 1), -1):   # back up to a word start, not too far
-            if pieces[j].startswith("▁"):
-                cut = j
-                break
+        ideal = round(len(ids) * k / n_parts)
+        lowest = max(start + 1, len(ids) - (n_parts - k) * limit)      # the rest must still fit
+        highest = min(start + limit, len(ids) - 1)
+        window = range(max(lowest, ideal - limit // 4), min(highest, ideal + limit // 4) + 1) or range(lowest, highest + 1)
+        cut = max(window, key=lambda j: (cut_rank(pieces, j), -abs(j - ideal)))
         parts.append(ids[start:cut])
         start = cut
     parts.append(ids[start:])
@@ -285,8 +304,9 @@ class Translator:
         text_warnings: list[list[str]] = [[] for _ in texts]
         for (i, s), ids in zip(owners, encoded):
             parts = [ids]
+            if len(ids) > min(CLAUSE_TOKENS, limit):
+                parts = split_long(ids, min(CLAUSE_TOKENS, limit), [self.tokenizer.id_to_piece(t) for t in ids])
             if len(ids) > limit:
-                parts = split_long(ids, limit, [self.tokenizer.id_to_piece(t) for t in ids])
                 message = (f"a sentence of {len(ids)} tokens is longer than the model's maximum of {limit}; "
                            f"translated in {len(parts)} parts")
                 text_warnings[i].append(message)
