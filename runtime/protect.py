@@ -26,7 +26,7 @@ PROTECTED = re.compile("|".join([
     r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}",                    # e-mail address
 ]))
 # Numbers are left to the model (it reads "am 3. Mai" better than a placeholder) and repaired after.
-NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:/]\d+)*(?![\w-])")
+NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:/-]\d+)*(?![\w-])")
 
 # Placeholders: names spelled the same in German and English, which the model copies as names.
 PLACEHOLDERS = ("Tom", "Peter", "Anna", "Thomas", "Daniel", "Martin", "Frank", "David", "Michael", "Robert",
@@ -117,7 +117,8 @@ def unmask(translation: str, spans: list[Span]) -> str:
         pattern = re.compile(rf"\b{span.placeholder}\b") if span.placeholder else None
         if pattern and pattern.search(translation):
             translation = pattern.sub(lambda m: span.original, translation, count=1)
-            translation = re.sub(r" {2,}", " ", pattern.sub("", translation))   # repeated: keep one
+            if pattern.search(translation):                             # repeated: keep one
+                translation = re.sub(r" +(?=[.,!?;:]|$)| (?= )", "", pattern.sub("", translation))
         else:
             dropped.append(span)
     return insert_at(translation, dropped)
@@ -140,13 +141,19 @@ def number_key(number: str) -> str:
     return number.translate(str.maketrans(".,", ",."))
 
 
-def repair_numbers(source: str, translation: str) -> str:
-    """Put back the source's numbers: each one missing from `translation` (verbatim, or with "." and ","
-    swapped as the target language writes it) replaces, in order, a number the model made up."""
-    wanted = NUMBER.findall(source)
+def repair_numbers(source: str, translation: str, insert_missing: bool = True) -> str:
+    """Put back the source's numbers. Each one missing from `translation` (verbatim, or with "." and ","
+    swapped as the target language writes it) replaces, in order, a number the model made up; one
+    still missing goes in at its place among the words, unless it is small enough (0-12) that the
+    model may have written it out ("3" -> "three")."""
+    wanted = list(NUMBER.finditer(source))
     found = NUMBER.findall(translation)
-    missing = [n for n in wanted if n not in found and number_key(n) not in found]
-    invented = [m for m in NUMBER.finditer(translation) if m.group() not in wanted and number_key(m.group()) not in wanted]
+    missing = [m for m in wanted if m.group() not in found and number_key(m.group()) not in found]
+    numbers = {m.group() for m in wanted} | {number_key(m.group()) for m in wanted}
+    invented = [m for m in NUMBER.finditer(translation) if m.group() not in numbers]
     for m, number in reversed(list(zip(invented, missing))):
-        translation = translation[:m.start()] + number + translation[m.end():]
-    return translation
+        translation = translation[:m.start()] + number.group() + translation[m.end():]
+    n_words = max(len(source.split()), 1)
+    left = [Span(m.group(), None, len(source[:m.start()].split()) / n_words) for m in missing[len(invented):]
+            if not (m.group().isdigit() and int(m.group()) <= 12)]
+    return insert_at(translation, left) if insert_missing and left else translation

@@ -127,16 +127,20 @@ def loop_copies(period: int) -> int:
 def loop_bans(histories: list[list[int]], max_period: int) -> dict[int, list[int]]:
     """{row: tokens} that would end a loop (see `loop_copies`) of period up to `max_period`.
 
-    Rows of one step share a length (finished rows leave the batch), so each period is one numpy
-    comparison over the last tokens of all rows."""
+    Each period is one numpy comparison over the last tokens of all rows (a shorter row is padded
+    with distinct negative ids, which never repeat)."""
     if max_period <= 0 or not histories:
         return {}
-    length = min(len(h) for h in histories)
+    longest = max(len(h) for h in histories)
     need = {p: loop_copies(p) * p - 1 for p in range(1, max_period + 1)}   # tokens that must already repeat
-    window = max([n for n in need.values() if n <= length], default=0)
+    window = max([n for n in need.values() if n <= longest], default=0)
     if window == 0:
         return {}
-    tail = np.array([h[len(h) - window:] for h in histories], dtype=np.int64)   # [N, window]
+    tail = -np.arange(1, window + 1, dtype=np.int64)[None, :].repeat(len(histories), axis=0)   # [N, window]
+    for row, hist in enumerate(histories):
+        last = hist[len(hist) - window:] if len(hist) > window else hist
+        if last:
+            tail[row, window - len(last):] = last
     bans: dict[int, list[int]] = {}
     for period, n in need.items():
         if n > window:
