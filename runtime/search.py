@@ -127,28 +127,19 @@ def loop_copies(period: int) -> int:
 def loop_bans(histories: list[list[int]], max_period: int) -> dict[int, list[int]]:
     """{row: tokens} that would end a loop (see `loop_copies`) of period up to `max_period`.
 
-    Each period is one numpy comparison over the last tokens of all rows (a shorter row is padded
-    with distinct negative ids, which never repeat)."""
-    if max_period <= 0 or not histories:
-        return {}
-    longest = max(len(h) for h in histories)
-    need = {p: loop_copies(p) * p - 1 for p in range(1, max_period + 1)}   # tokens that must already repeat
-    window = max([n for n in need.values() if n <= longest], default=0)
-    if window == 0:
-        return {}
-    tail = -np.arange(1, window + 1, dtype=np.int64)[None, :].repeat(len(histories), axis=0)   # [N, window]
-    for row, hist in enumerate(histories):
-        last = hist[len(hist) - window:] if len(hist) > window else hist
-        if last:
-            tail[row, window - len(last):] = last
+    Runs every step on every row, so it is kept cheap: a loop of period p needs the last token to
+    equal the one p before it, which most rows fail at once (one C-level `in` on a short slice)."""
     bans: dict[int, list[int]] = {}
-    for period, n in need.items():
-        if n > window:
+    if max_period <= 0:
+        return bans
+    for row, hist in enumerate(histories):
+        n = len(hist)
+        if n < 2 or hist[-1] not in hist[-max_period - 1:-1]:
             continue
-        seg = tail[:, window - n:]
-        looping = (seg[:, :n - period] == seg[:, period:]).all(axis=1)     # periodic with this period
-        for row in np.flatnonzero(looping):
-            bans.setdefault(int(row), []).append(int(seg[row, n - period]))  # the token that closes the copy
+        for period in range(1, min(max_period, n - 1) + 1):
+            need = loop_copies(period) * period - 1          # tokens that must already repeat
+            if hist[-1 - period] == hist[-1] and need <= n and hist[n - need:n - period] == hist[n - need + period:]:
+                bans.setdefault(row, []).append(hist[n - period])    # the token that would close the copy
     return bans
 
 
