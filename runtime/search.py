@@ -169,14 +169,6 @@ def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
     return pick(beams), pick(tokens), pick(scores)
 
 
-def ban_repeated_ngrams(logp: np.ndarray, histories: list[list[int]], n: int) -> None:
-    """Set to -inf every token that would complete an n-gram already present in its row's history."""
-    if n <= 0:
-        return
-    for row, hist in enumerate(histories):
-        logp[row, repeated_ngram_ends(hist, n)] = -np.inf
-
-
 def max_lengths(src_mask: np.ndarray, opts: DecodeOptions) -> np.ndarray:
     """Each sentence's last decoding step: the length ratio's, capped by the positions in max_length (if set)."""
     src_len = src_mask.sum(axis=1)

@@ -1,9 +1,10 @@
 """`Translator`: load a bundle, translate text. The API that the CLIs and the TUI are built on.
 
-A call goes: split each text into sentences (`sentences.py`), clean and tokenize them, cut any
-sentence longer than the model's positions into parts (with a warning), decode all parts in
-length-sorted batches (`batching.py`, `search.py`, `onnx_backend.py`), then detokenize and put
-every text back together with its original separators.
+A call goes: split each text into sentences (`sentences.py`), clean them, keep URLs, emoji and
+the like out of the model's way (`protect.py`), tokenize them, cut any sentence over CLAUSE_TOKENS
+into parts at clause boundaries (with a warning past the model's positions), decode all parts in
+length-sorted batches (`batching.py`, `search.py`, `onnx_backend.py`), then detokenize, put the
+protected spans and numbers back, and put every text together with its original separators.
 """
 
 from __future__ import annotations

@@ -484,20 +484,15 @@ def test_loop_bans():
     assert search.loop_bans(histories, 0) == {} and search.loop_bans([[1], [2]], 10) == {}
 
 
-def test_ban_repeated_ngrams():
-    logp = np.zeros((4, 10), dtype=np.float32)
-    histories = [[5, 6, 7, 5], [5, 6, 7, 5], [5, 6, 5, 6], [5]]
-    search.ban_repeated_ngrams(logp[:2], histories[:2], 2)    # "5 6" was seen: 6 may not follow 5 again
-    assert np.isneginf(logp[0, 6]) and np.isfinite(np.delete(logp[0], 6)).all()
-    assert (np.isneginf(logp[1]) == np.isneginf(logp[0])).all()
-    search.ban_repeated_ngrams(logp[2:3], histories[2:3], 3)  # "5 6 5" was seen: 5 may not follow "5 6"
-    assert np.flatnonzero(np.isneginf(logp[2])).tolist() == [5]
-    search.ban_repeated_ngrams(logp[3:], histories[3:], 1)    # n = 1: no token twice
-    assert np.flatnonzero(np.isneginf(logp[3])).tolist() == [5]
-    before = logp.copy()
-    search.ban_repeated_ngrams(logp, histories, 0)            # off
-    search.ban_repeated_ngrams(logp, [[], [1], [1, 2], [3]], 3)  # histories shorter than n
-    np.testing.assert_array_equal(logp, before)
+def test_repeated_ngram_ends():
+    histories = [[5, 6, 7, 5], [5, 6, 5, 6], [5]]
+    assert search.repeated_ngram_ends(histories[0], 2) == [6]     # "5 6" was seen: 6 may not follow 5 again
+    assert search.repeated_ngram_ends(histories[1], 3) == [5]     # "5 6 5" was seen: 5 may not follow "5 6"
+    assert search.repeated_ngram_ends(histories[2], 1) == [5]     # n = 1: no token twice
+    assert all(search.repeated_ngram_ends(h, 3) == [] for h in ([], [1], [1, 2], [3]))   # shorter than n
+    opts = DecodeOptions(no_repeat_ngram_size=2, no_repeat_loop=0)
+    assert search.banned_tokens(lambda: histories, opts) == {0: [6], 1: [5]}
+    assert search.banned_tokens(lambda: histories, replace(opts, no_repeat_ngram_size=0)) == {}   # off
 
 
 # ---------------------------------------------------------------------------------------------
