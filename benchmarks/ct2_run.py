@@ -47,7 +47,8 @@ def max_decoding_length(source_len: int, opts: DecodeOptions) -> int:
 
 def translate_options(opts: DecodeOptions, source_len: int) -> dict:
     """`Translator.translate_batch` keyword arguments equal to our DecodeOptions (greedy or beam).
-    CT2's defaults differ: min_decoding_length 1 (ours 0) and max_input_length 1024 (we cut earlier)."""
+    CT2's defaults differ: min_decoding_length 1 (ours 0) and max_input_length 1024 (we cut earlier).
+    CT2 has no loop ban: compare with `no_repeat_loop=0`."""
     return dict(beam_size=max(opts.beam_size, 1), length_penalty=opts.length_penalty,
                 num_hypotheses=max(opts.num_hypotheses, 1), no_repeat_ngram_size=opts.no_repeat_ngram_size,
                 max_decoding_length=max_decoding_length(source_len, opts), min_decoding_length=0,
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     sp = spm.SentencePieceProcessor(model_file=str(args.model_dir / TOKENIZER_FILE))
     translator = ctranslate2.Translator(str(args.model_dir), device=args.device, compute_type=args.compute_type,
                                        intra_threads=args.threads)
-    opts = DecodeOptions(beam_size=args.beam_size).for_model(info["max_positions"])
+    opts = DecodeOptions(beam_size=args.beam_size, no_repeat_loop=0).for_model(info["max_positions"])   # CT2 has no loop ban
     sources = [source_tokens(sp, t, args.to, info["max_positions"]) for t in args.text]
     results = translator.translate_batch(sources, **translate_options(opts, max(map(len, sources))))
     for r in results:

@@ -51,7 +51,7 @@ ENGINES = {e.name: e for e in CPU_ENGINES + GPU_ENGINES}
 def decode_options(beam_size: int, max_positions: int):
     from mtkit.runtime.search import DecodeOptions
 
-    return DecodeOptions(beam_size=beam_size).for_model(max_positions)
+    return DecodeOptions(beam_size=beam_size, no_repeat_loop=0).for_model(max_positions)   # CT2 has no loop ban
 
 
 # decode_all limits that never split a request: each call decodes as one batch, as CT2 does with

@@ -127,8 +127,9 @@ class ParityChecker:
         self.data = data
         max_len = model.cfg.max_positions
         self.sources = [source_ids(p, tag_id, max_len) for p in sp.encode(data.sources)]
-        self.greedy_opts = DecodeOptions(beam_size=1, max_length=max_len)
-        self.beam_opts = DecodeOptions(beam_size=BEAM, max_length=max_len)
+        # No loop ban: parity compares the graphs' own choices with the reference log-probs.
+        self.greedy_opts = DecodeOptions(beam_size=1, max_length=max_len, no_repeat_loop=0)
+        self.beam_opts = DecodeOptions(beam_size=BEAM, max_length=max_len, no_repeat_loop=0)
         self.torch_backend = TorchBackend(model)
         self.torch_greedy = self._tokens(decode_all(self.torch_backend, self.sources, self.greedy_opts))
         self.torch_beam = self._tokens(decode_all(self.torch_backend, self.sources, self.beam_opts))

@@ -118,7 +118,7 @@ def greedy_margins(backend, sources: Sequence[Sequence[int]], max_length: int) -
     from .batching import decode_all
     from .decode_options import DecodeOptions
 
-    opts = DecodeOptions(beam_size=1, max_length=max_length)
+    opts = DecodeOptions(beam_size=1, max_length=max_length, no_repeat_loop=0)   # plain argmax: no bans
     outputs = [r.hypotheses[0].tokens for r in decode_all(backend, [list(s) for s in sources], opts)]
     batched = forced_logprobs(backend, sources, outputs)
     result = []

@@ -44,6 +44,7 @@ RULES: list[tuple[Callable[["DecodeOptions"], bool], str]] = [
     (lambda o: o.top_k >= 0, "{top_k} must be 0 (off) or positive, not {o.top_k}"),
     (lambda o: 0 < o.top_p <= 1, "{top_p} must be in (0, 1], not {o.top_p}"),
     (lambda o: o.no_repeat_ngram_size >= 0, "{no_repeat_ngram_size} must be 0 (off) or positive, not {o.no_repeat_ngram_size}"),
+    (lambda o: o.no_repeat_loop >= 0, "{no_repeat_loop} must be 0 (off) or positive, not {o.no_repeat_loop}"),
     (lambda o: o.max_length_ratio > 0, "{max_length_ratio} must be positive, not {o.max_length_ratio}"),
     (lambda o: o.max_length_extra >= 0, "{max_length_extra} must be 0 or positive, not {o.max_length_extra}"),
     (lambda o: o.max_length is None or o.max_length >= 2, "{max_length} must be at least 2, not {o.max_length}"),
@@ -63,6 +64,9 @@ class DecodeOptions:
                                                "(1 = all).")
     seed: int | None = option(None, "--seed", "N", "Random seed for --sampling (reproducible output).")
     no_repeat_ngram_size: int = option(0, "--no-repeat-ngram", "N", "Never repeat an n-gram of N tokens (0 = off).")
+    no_repeat_loop: int = option(10, "--no-repeat-loop", "N", "Stop loops: never repeat a run of up to N tokens "
+                                                             "back to back (a second time if 3+ tokens long, a "
+                                                             "third if 1 or 2; 0 = off).")
     max_length_ratio: float = option(1.5, "--max-length-ratio", "X", f"At most X times the source tokens + "
                                                                      f"{MAX_LENGTH_EXTRA} output tokens (and the "
                                                                      f"model's maximum).")

@@ -8,7 +8,7 @@ run this same search, their outputs can be compared token for token.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -39,6 +39,18 @@ class Hypothesis:
     attention: list[list[float]] | None = None   # one source-length row per output token (+EOS)
 
 
+class Beam(NamedTuple):
+    """A live hypothesis carried into the next step of beam search."""
+    row: int                             # the state row it continues
+    score: float                         # log-probability so far (not normalised)
+    token: int                           # its newest token, fed to the next step
+    tokens: list[int]                    # all its tokens
+    attention: list                      # its cross-attention rows (empty unless asked for)
+
+    def normalised(self, length_penalty: float) -> float:
+        return self.score / ((len(self.tokens) + 1) ** length_penalty)
+
+
 @dataclass
 class Result:
     hypotheses: list[Hypothesis] = field(default_factory=list)
@@ -64,11 +76,18 @@ def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOpti
     log-probs, EOS's log-prob [N] and the cross-attention (or None).
 
     The backend's search head ranks the vocabulary inside the graph when it has a wide enough one and
-    nothing needs the whole distribution; otherwise numpy does it from the logits. `histories()` gives
-    each row's tokens so far, for the n-gram ban.
+    nothing needs the whole distribution; banned tokens (`banned_tokens`) are then dropped from its
+    candidates, which is exact unless a row loses so many that fewer than `width` are left.
+    `histories()` gives each row's tokens so far, for the bans.
     """
-    if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment and opts.no_repeat_ngram_size <= 0:
+    if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment:
         logp, ids, eos = backend.step_top(state, tokens)
+        if bans := banned_tokens(histories, opts):
+            logp = logp.copy()
+            for row, banned in bans.items():
+                logp[row, np.isin(ids[row], banned)] = -np.inf
+            order = np.argsort(-logp, axis=1, kind="stable")      # the survivors first, still best first
+            logp, ids = np.take_along_axis(logp, order, axis=1), np.take_along_axis(ids, order, axis=1)
         return ids[:, :width], logp[:, :width], eos, None
     logp, attn = step_logprobs(backend, state, tokens, opts, histories)
     ids, top_logp = top_tokens(logp, width)
@@ -76,12 +95,60 @@ def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOpti
 
 
 def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, histories):
-    """One decoder step's full log-probabilities [N,V], n-gram bans applied, and the cross-attention."""
+    """One decoder step's full log-probabilities [N,V], banned tokens at -inf, and the cross-attention."""
     logits, attn = backend.step(state, tokens, need_attention=opts.return_alignment)
     logp = log_softmax(logits)
-    if opts.no_repeat_ngram_size > 0:
-        ban_repeated_ngrams(logp, histories(), opts.no_repeat_ngram_size)
+    for row, banned in banned_tokens(histories, opts).items():
+        logp[row, banned] = -np.inf
     return logp, attn
+
+
+def banned_tokens(histories, opts: DecodeOptions) -> dict[int, list[int]]:
+    """The tokens each row may not take next ({row: ids}, rows without a ban left out): those that
+    would repeat an n-gram (`no_repeat_ngram_size`) or go round a loop once more (`no_repeat_loop`)."""
+    if opts.no_repeat_ngram_size <= 0 and opts.no_repeat_loop <= 0:
+        return {}
+    rows = histories()
+    bans = loop_bans(rows, opts.no_repeat_loop)
+    if opts.no_repeat_ngram_size > 0:
+        for row, hist in enumerate(rows):
+            if banned := repeated_ngram_ends(hist, opts.no_repeat_ngram_size):
+                bans.setdefault(row, []).extend(banned)
+    return bans
+
+
+def loop_copies(period: int) -> int:
+    """How many back-to-back copies of a run of `period` tokens make a loop. Short runs may repeat
+    once ("ha ha", "no, no"); a longer one repeated even once is a loop ("in the euro zone in the
+    euro zone"). The price: "..." (three "." pieces) comes out as "..". """
+    return 3 if period <= 2 else 2
+
+
+def loop_bans(histories: list[list[int]], max_period: int) -> dict[int, list[int]]:
+    """{row: tokens} that would end a loop (see `loop_copies`) of period up to `max_period`.
+
+    Runs every step on every row, so it is kept cheap: a loop of period p needs the last token to
+    equal the one p before it, which most rows fail at once (one C-level `in` on a short slice)."""
+    bans: dict[int, list[int]] = {}
+    if max_period <= 0:
+        return bans
+    for row, hist in enumerate(histories):
+        n = len(hist)
+        if n < 2 or hist[-1] not in hist[-max_period - 1:-1]:
+            continue
+        for period in range(1, min(max_period, n - 1) + 1):
+            need = loop_copies(period) * period - 1          # tokens that must already repeat
+            if hist[-1 - period] == hist[-1] and need <= n and hist[n - need:n - period] == hist[n - need + period:]:
+                bans.setdefault(row, []).append(hist[n - period])    # the token that would close the copy
+    return bans
+
+
+def repeated_ngram_ends(hist: list[int], n: int) -> list[int]:
+    """The tokens that would complete an n-gram already present in `hist`."""
+    if len(hist) < n:
+        return []
+    prefix = tuple(hist[len(hist) - n + 1:])
+    return [hist[i + n - 1] for i in range(len(hist) - n + 1) if tuple(hist[i:i + n - 1]) == prefix]
 
 
 def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
@@ -100,19 +167,6 @@ def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
     order = np.lexsort((tokens, beams, -scores), axis=1)[:, :width]
     pick = lambda a: np.take_along_axis(a, order, axis=1)   # noqa: E731
     return pick(beams), pick(tokens), pick(scores)
-
-
-def ban_repeated_ngrams(logp: np.ndarray, histories: list[list[int]], n: int) -> None:
-    """Set to -inf every token that would complete an n-gram already present in its row's history."""
-    if n <= 0:
-        return
-    for row, hist in enumerate(histories):
-        if len(hist) < n:
-            continue
-        prefix = tuple(hist[len(hist) - n + 1:])
-        for i in range(len(hist) - n + 1):
-            if tuple(hist[i:i + n - 1]) == prefix:
-                logp[row, hist[i + n - 1]] = -np.inf
 
 
 def max_lengths(src_mask: np.ndarray, opts: DecodeOptions) -> np.ndarray:
@@ -263,21 +317,21 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
                     norm = score / ((len(hist) + 1) ** opts.length_penalty)
                     keep_best(finished[sent], Hypothesis(list(hist), float(norm), att if opts.return_alignment else None), k)
                     continue
-                next_beams.append((row, score, token, hist + [token], att))
+                next_beams.append(Beam(row, score, token, hist + [token], att))
                 if len(next_beams) == k:
                     break
             if not next_beams or (len(finished[sent]) >= k and min(h.score for h in finished[sent]) >=
-                                  max(b[1] / ((len(b[3]) + 1) ** opts.length_penalty) for b in next_beams)):
+                                  max(b.normalised(opts.length_penalty) for b in next_beams)):
                 continue
             still_active.append(a)
             while len(next_beams) < k:      # keep k rows per sentence; spares can never win
-                next_beams.append((next_beams[0][0], -np.inf, PAD_ID, next_beams[0][3], next_beams[0][4]))
-            for b, (row, score, token, hist, att) in enumerate(next_beams):
-                rows.append(row)
-                new_scores.append(score)
-                new_tokens.append(token)
-                beam_tokens[sent][b] = hist
-                beam_attn[sent][b] = att
+                next_beams.append(next_beams[0]._replace(score=-np.inf, token=PAD_ID))
+            for b, beam in enumerate(next_beams):
+                rows.append(beam.row)
+                new_scores.append(beam.score)
+                new_tokens.append(beam.token)
+                beam_tokens[sent][b] = beam.tokens
+                beam_attn[sent][b] = beam.attention
         if not still_active:
             break
         backend.select(state, np.asarray(rows, dtype=np.int64))

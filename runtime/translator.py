@@ -1,10 +1,11 @@
 """`Translator`: load a bundle, translate text. The API that the CLIs and the TUI are built on.
 
 A call goes: split each text into sentences (`sentences.py`), clean them, leave out those already in
-the target language (`language_id.py`, unless the source language is given), tokenize them, cut any
-sentence longer than the model's positions into parts (with a warning), decode all parts in
-length-sorted batches (`batching.py`, `search.py`, `onnx_backend.py`), then detokenize and put
-every text back together with its original separators.
+the target language (`language_id.py`, unless the source language is given), keep URLs, emoji and
+the like out of the model's way (`protect.py`), tokenize them, cut any sentence over CLAUSE_TOKENS
+into parts at clause boundaries (with a warning past the model's positions), decode all parts in
+length-sorted batches (`batching.py`, `search.py`, `onnx_backend.py`), then detokenize, put the
+protected spans and numbers back, and put every text together with its original separators.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_options import DecodeOptions
 from .language_id import LanguageWarning, SourceLanguage
+from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
 from .search import Hypothesis as SearchHypothesis
 from .sentences import split
 from .vocab import EOS_PIECE, source_ids
@@ -90,6 +92,7 @@ class _Segment:
     sep: str
     parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
     kept: str = ""                                     # the sentence itself, when not translated
+    masked: Masked | None = None                       # what the model saw, with the spans to put back
 
 
 def clean(text: str) -> str:
@@ -104,16 +107,42 @@ def clean(text: str) -> str:
     return text
 
 
+def restore(translation: str, masked: Masked | None) -> str:
+    """A sentence's translation with its numbers repaired and its protected spans put back (protect.py)."""
+    if masked is None:
+        return translation
+    return unmask(repair_numbers(masked.text, translation), masked.spans)
+
+
+# A sentence longer than this many tokens is translated in clauses: the model was trained on
+# sentences, and its output degrades (and loops) long before the position limit.
+CLAUSE_TOKENS = 100
+CLAUSE_MARKS = (",", ";", ":", "–", "—", ")")
+CONJUNCTIONS = frozenset("""und oder aber denn sondern weil dass wenn als ob obwohl während damit bevor nachdem
+    and or but because that which who when while although if before after since so then""".split())
+
+
+def cut_rank(pieces: list[str], j: int) -> int:
+    """How good a place for a cut the start of pieces[j] is: 2 a clause boundary (after a comma,
+    semicolon, ... or before a conjunction), 1 another word start, 0 inside a word."""
+    if not pieces[j].startswith("▁"):
+        return 0
+    if pieces[j - 1].endswith(CLAUSE_MARKS) or pieces[j][1:].lower() in CONJUNCTIONS:
+        return 2
+    return 1
+
+
 def split_long(ids: list[int], limit: int, pieces: list[str]) -> list[list[int]]:
-    """Cut `ids` into balanced parts of at most `limit`, preferring word starts ("▁...") as cut points."""
+    """Cut `ids` into parts of at most `limit`, about equal, at clause boundaries where there are
+    any (then word starts), each cut in the middle half of where it may go."""
     n_parts = math.ceil(len(ids) / limit)
     parts, start = [], 0
     for k in range(1, n_parts):
-        cut = min(start + limit, round(len(ids) * k / n_parts))
-        for j in range(cut, start + max(limit // 2, 1), -1):   # back up to a word start, not too far
-            if pieces[j].startswith("▁"):
-                cut = j
-                break
+        ideal = round(len(ids) * k / n_parts)
+        lowest = max(start + 1, len(ids) - (n_parts - k) * limit)      # the rest must still fit
+        highest = min(start + limit, len(ids) - 1)
+        window = range(max(lowest, ideal - limit // 4), min(highest, ideal + limit // 4) + 1) or range(lowest, highest + 1)
+        cut = max(window, key=lambda j: (cut_rank(pieces, j), -abs(j - ideal)))
         parts.append(ids[start:cut])
         start = cut
     parts.append(ids[start:])
@@ -212,6 +241,7 @@ class Translator:
         self.languages = sorted({b for _, b in self.directions}) or list(config.language_tags)
         self.source_languages = sorted({a for a, _ in self.directions}) or list(config.language_tags)
         self.default_language = "en" if "en" in self.languages else self.languages[0]
+        self._lacks = vocabulary_lacks(tokenizer)      # characters kept out of the model (protect.py)
 
     def __repr__(self) -> str:
         return f"Translator({str(self.path)!r}, provider={self.provider!r}, variant={self.variant!r})"
@@ -284,14 +314,16 @@ class Translator:
                 core = sentence.strip()
                 lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
                 segments.append(_Segment(lead, trail, sep))
-                core = clean(core).strip()
+                plain = clean(strip_ansi(core)).strip()
+                segments[-1].masked = mask(plain, self._lacks)
+                core = segments[-1].masked.text
                 if core:
-                    language = self.source_language(core, to, from_lang)
+                    language = self.source_language(plain, to, from_lang)    # detected on the text as written
                     text_languages[i].append(language)
                     if language.warning:
                         warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=2)
                     if not language.translated:
-                        segments[-1].kept = core
+                        segments[-1].kept = plain
                         continue
                     owners.append((i, len(segments) - 1))
                     cores.append(core)
@@ -302,8 +334,9 @@ class Translator:
         text_warnings: list[list[str]] = [[] for _ in texts]
         for (i, s), ids in zip(owners, encoded):
             parts = [ids]
+            if len(ids) > min(CLAUSE_TOKENS, limit):
+                parts = split_long(ids, min(CLAUSE_TOKENS, limit), [self.tokenizer.id_to_piece(t) for t in ids])
             if len(ids) > limit:
-                parts = split_long(ids, limit, [self.tokenizer.id_to_piece(t) for t in ids])
                 message = (f"a sentence of {len(ids)} tokens is longer than the model's maximum of {limit}; "
                            f"translated in {len(parts)} parts")
                 text_warnings[i].append(message)
@@ -366,7 +399,7 @@ class Translator:
             out, tokens = [], []
             for seg in segments:
                 words = [self.tokenizer.decode(chosen[p].tokens).strip() for p in seg.parts]
-                body = seg.kept or " ".join(w for w in words if w)
+                body = seg.kept or restore(" ".join(w for w in words if w), seg.masked)
                 out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
                 tokens += [self.tokenizer.id_to_piece(t) for p in seg.parts for t in chosen[p].tokens]
             # Scores of parts combine as if decoded as one: log-probs add up; beam scores are

@@ -140,7 +140,7 @@ def test_ct2_own_positions_would_be_shifted(fixture_checkpoint, tmp_path):
 
 @pytest.mark.parametrize("to,src_lang", [("en", "de"), ("de", "en")])
 def test_greedy_outputs_identical(fixture_pair, to, src_lang):
-    opts = DecodeOptions(beam_size=1, max_length=fixture_pair.cfg.max_positions)
+    opts = DecodeOptions(beam_size=1, max_length=fixture_pair.cfg.max_positions, no_repeat_loop=0)
     sources, ours = fixture_pair.ours(KNOWN[src_lang] + DEV[src_lang], to, opts)
     theirs = fixture_pair.theirs(KNOWN[src_lang] + DEV[src_lang], to, opts)
     assert [h.tokens for h in ours[:len(KNOWN[src_lang])]] == theirs[:len(KNOWN[src_lang])]   # no ties there
@@ -151,7 +151,7 @@ def test_beam4_finds_what_ct2_finds_or_better(fixture_pair):
     """On the sentences the fixture knows, our beam search returns the references. CTranslate2 stops
     a sentence once beam_size hypotheses have ended (fairseq's rule, which we dropped), so on a few it
     returns an early ending instead; wherever the two differ, ours must score higher under the model."""
-    opts = DecodeOptions(beam_size=4, max_length=fixture_pair.cfg.max_positions)
+    opts = DecodeOptions(beam_size=4, max_length=fixture_pair.cfg.max_positions, no_repeat_loop=0)
     backend = TorchBackend(fixture_pair.model)
     for src_lang, to in (("de", "en"), ("en", "de")):
         sources, ours = fixture_pair.ours(KNOWN[src_lang], to, opts)
@@ -172,7 +172,7 @@ def test_beam4_finds_what_ct2_finds_or_better(fixture_pair):
 def test_other_architectures(fixture_checkpoint, tmp_path, options):
     pair = Pair(untrained(load_checkpoint(fixture_checkpoint), **options), tmp_path / "ct2")
     assert max_score_diff(pair, DEV, n=5) < 2e-5
-    opts = DecodeOptions(beam_size=1, max_length=pair.cfg.max_positions)
+    opts = DecodeOptions(beam_size=1, max_length=pair.cfg.max_positions, no_repeat_loop=0)
     sources, ours = pair.ours(DEV["de"][:20], "en", opts)
     assert_same_outputs(pair, sources, [h.tokens for h in ours], pair.theirs(DEV["de"][:20], "en", opts))
 

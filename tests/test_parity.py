@@ -89,7 +89,7 @@ def test_padded_batch_logits_match_cached_and_full_pytorch(setup, fixture_bundle
 @pytest.mark.parametrize("beam", [1, 4])
 def test_search_outputs_identical(setup, fixture_bundle, beam):
     model, config, sources = setup
-    opts = DecodeOptions(beam_size=beam, num_hypotheses=beam, max_length=config.max_positions)
+    opts = DecodeOptions(beam_size=beam, num_hypotheses=beam, max_length=config.max_positions, no_repeat_loop=0)
     # max_sentences=4 puts sentences of different lengths into one batch.
     torch_backend = TorchBackend(model)
     torch_results = decode_all(torch_backend, sources, opts, max_sentences=4 * beam)

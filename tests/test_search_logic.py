@@ -174,9 +174,24 @@ def has_repeat(tokens, n: int) -> bool:
     return n > 0 and len(grams) != len(set(grams))
 
 
+def ends_in_loop(tokens, max_period: int) -> bool:
+    """Whether `tokens` end in a loop the search bans: a run of 1 or 2 tokens three times back to
+    back, or of 3 to max_period tokens twice."""
+    for p in range(1, max_period + 1):
+        copies = 3 if p <= 2 else 2
+        if len(tokens) >= copies * p and list(tokens[-copies * p:]) == list(tokens[-p:]) * copies:
+            return True
+    return False
+
+
+def banned(tokens, opts: DecodeOptions) -> bool:
+    """Whether the search may not end `tokens` with their last token."""
+    return has_repeat(tokens, opts.no_repeat_ngram_size) or ends_in_loop(tokens, opts.no_repeat_loop)
+
+
 def every_hypothesis(model, src, opts: DecodeOptions) -> list[tuple[list[int], float]]:
     """Every hypothesis the search may return for `src`, with its log-probability (EOS included):
-    at most limit - 1 tokens, no repeated n-gram when that ban is on."""
+    at most limit - 1 tokens, none that a ban (n-grams, loops) rules out."""
     src, found, stop = tuple(src), [], limit(len(src), opts)
 
     def walk(prefix, score):
@@ -184,7 +199,7 @@ def every_hypothesis(model, src, opts: DecodeOptions) -> list[tuple[list[int], f
         found.append((list(prefix), score + logp[EOS]))
         if len(prefix) + 1 < stop:
             for t in map(int, np.flatnonzero(np.isfinite(logp))):
-                if t != EOS and not has_repeat(prefix + (t,), opts.no_repeat_ngram_size):
+                if t != EOS and not banned(prefix + (t,), opts):
                     walk(prefix + (t,), score + logp[t])
 
     walk((), 0.0)
@@ -209,7 +224,7 @@ def greedy_walk(model, src, opts: DecodeOptions) -> tuple[list[int], float]:
     for step in range(1, stop + 1):
         logp = log_softmax(model(src, prefix))
         for t in range(V):
-            if t != EOS and has_repeat(prefix + (t,), opts.no_repeat_ngram_size):
+            if t != EOS and banned(prefix + (t,), opts):
                 logp[t] = -np.inf
         token = EOS if step >= stop else int(np.argmax(logp))
         score += logp[token]
@@ -430,13 +445,13 @@ def test_beam_hypotheses_respect_each_sentences_limit_without_duplicates(beam_si
 @pytest.mark.parametrize("n, expected", [(1, [A, B]), (2, [A, B, A]), (3, [A, B, A, B])])
 def test_no_repeat_ngram_bans_the_repeat_the_table_would_make(n, expected, backend_cls):
     src = [C] * 4                                             # limit ceil(1.5 * 4) + 10 = 16
-    [plain], _ = run(LOOP, [src], backend_cls)
+    [plain], _ = run(LOOP, [src], backend_cls, no_repeat_loop=0)
     assert plain.hypotheses[0].tokens == alternating(15)
     [banned], backend = run(LOOP, [src], backend_cls, no_repeat_ngram_size=n)
     # The next alternating token would repeat an n-gram, so EOS, scored with the table's own .1: the
     # ban removes tokens without renormalising the others.
     assert_hyps(banned, [(expected, LOG(.6) + n * LOG(.9) + LOG(.1))])
-    assert backend.head_steps == 0                           # the ban needs the whole distribution
+    assert backend.steps == 0 or backend_cls is TableBackend  # a search head stays in use
 
     opts = DecodeOptions(beam_size=3, num_hypotheses=3, no_repeat_ngram_size=n)
     [beam], _ = run(LOOP, [src], backend_cls, **vars(opts))
@@ -450,20 +465,34 @@ def test_no_repeat_ngram_bans_the_repeat_the_table_would_make(n, expected, backe
     assert_hyps(wide, best_first(every, 1.0)[:3])
 
 
-def test_ban_repeated_ngrams():
-    logp = np.zeros((4, 10), dtype=np.float32)
-    histories = [[5, 6, 7, 5], [5, 6, 7, 5], [5, 6, 5, 6], [5]]
-    search.ban_repeated_ngrams(logp[:2], histories[:2], 2)    # "5 6" was seen: 6 may not follow 5 again
-    assert np.isneginf(logp[0, 6]) and np.isfinite(np.delete(logp[0], 6)).all()
-    assert (np.isneginf(logp[1]) == np.isneginf(logp[0])).all()
-    search.ban_repeated_ngrams(logp[2:3], histories[2:3], 3)  # "5 6 5" was seen: 5 may not follow "5 6"
-    assert np.flatnonzero(np.isneginf(logp[2])).tolist() == [5]
-    search.ban_repeated_ngrams(logp[3:], histories[3:], 1)    # n = 1: no token twice
-    assert np.flatnonzero(np.isneginf(logp[3])).tolist() == [5]
-    before = logp.copy()
-    search.ban_repeated_ngrams(logp, histories, 0)            # off
-    search.ban_repeated_ngrams(logp, [[], [1], [1, 2], [3]], 3)  # histories shorter than n
-    np.testing.assert_array_equal(logp, before)
+@pytest.mark.parametrize("backend_cls", [TableBackend, HeadBackend])
+def test_a_loop_is_stopped_by_default(backend_cls):
+    """LOOP alternates A B A B ...: the third "A B" would close a loop, so EOS comes instead."""
+    [result], backend = run(LOOP, [[C] * 4], backend_cls)
+    assert_hyps(result, [([A, B, A, B, A], LOG(.6) + 4 * LOG(.9) + LOG(.1))])
+    assert backend.steps == 0 or backend_cls is TableBackend  # the ban keeps the search head in use
+    [beam], _ = run(LOOP, [[C] * 4], backend_cls, beam_size=3, num_hypotheses=3)
+    assert beam.hypotheses and not any(ends_in_loop(h.tokens[:i], 10) for h in beam.hypotheses
+                                       for i in range(len(h.tokens) + 1))
+
+
+def test_loop_bans():
+    histories = [[7, 5, 5], [5, 6, 5, 6, 5], [5, 6, 8, 5, 6], [9, 9, 5, 6, 7, 5, 6], [5, 6, 7, 8], [6, 5, 6, 5]]
+    bans = search.loop_bans(histories, 10)
+    assert bans == {0: [5], 1: [6], 2: [8], 3: [7]}          # 5 5 [5]; 5 6 5 6 5 [6]; 5 6 8 5 6 [8]; 5 6 7 5 6 [7]
+    assert search.loop_bans(histories, 2) == {0: [5], 1: [6]}   # periods up to 2 only
+    assert search.loop_bans(histories, 0) == {} and search.loop_bans([[1], [2]], 10) == {}
+
+
+def test_repeated_ngram_ends():
+    histories = [[5, 6, 7, 5], [5, 6, 5, 6], [5]]
+    assert search.repeated_ngram_ends(histories[0], 2) == [6]     # "5 6" was seen: 6 may not follow 5 again
+    assert search.repeated_ngram_ends(histories[1], 3) == [5]     # "5 6 5" was seen: 5 may not follow "5 6"
+    assert search.repeated_ngram_ends(histories[2], 1) == [5]     # n = 1: no token twice
+    assert all(search.repeated_ngram_ends(h, 3) == [] for h in ([], [1], [1, 2], [3]))   # shorter than n
+    opts = DecodeOptions(no_repeat_ngram_size=2, no_repeat_loop=0)
+    assert search.banned_tokens(lambda: histories, opts) == {0: [6], 1: [5]}
+    assert search.banned_tokens(lambda: histories, replace(opts, no_repeat_ngram_size=0)) == {}   # off
 
 
 # ---------------------------------------------------------------------------------------------
@@ -608,7 +637,9 @@ def test_pad_batch():
 # The search head and attention
 
 HEAD_CASES = [dict(), dict(beam_size=2, num_hypotheses=2), dict(beam_size=4, num_hypotheses=4, length_penalty=0.6),
-              dict(beam_size=3, num_hypotheses=3, max_length_ratio=0.5, max_length_extra=1)]   # out of length
+              dict(beam_size=3, num_hypotheses=3, max_length_ratio=0.5, max_length_extra=1),   # out of length
+              dict(no_repeat_ngram_size=3), dict(beam_size=2, num_hypotheses=2, no_repeat_ngram_size=3),
+              dict(no_repeat_loop=0)]                   # bans drop the head's candidates; no ban
 
 
 @pytest.mark.parametrize("options", HEAD_CASES)
@@ -623,7 +654,7 @@ def test_a_search_head_gives_the_numpy_search_results(seed, options):
     assert head_backend.head_steps == numpy_backend.steps and head_backend.steps == 0
 
 
-@pytest.mark.parametrize("options", [dict(return_alignment=True), dict(no_repeat_ngram_size=3),
+@pytest.mark.parametrize("options", [dict(return_alignment=True),
                                      dict(beam_size=5, num_hypotheses=2),       # 2k candidates > K = 8
                                      dict(sampling=True, seed=4)])
 def test_the_search_head_is_bypassed_where_the_whole_distribution_is_needed(options):

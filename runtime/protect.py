@@ -1,0 +1,159 @@
+"""Text that must not be translated: kept out of the model's way and put back afterwards.
+
+`mask` replaces each protected span (a URL, an e-mail address, `inline code`, a number, a run of
+characters the vocabulary lacks such as emoji) with a placeholder the model copies through, and
+`unmask` puts the originals back into the translation. ANSI escape sequences are removed with
+their payload before anything else (`strip_ansi`): "\\x1b[31m" leaves nothing, not "[31m".
+
+A placeholder is an ordinary word of the vocabulary (a short name, see PLACEHOLDERS), not a
+special token the model never saw in training: the model then treats it as a name and copies it.
+A placeholder the model dropped is put back at the same relative position in the output.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# CSI ("\x1b[31m", "\x1b[2J"), OSC ("\x1b]0;title\x07"), and the two-character escapes ("\x1b7").
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+# Spans replaced by a placeholder, in priority order (a URL's digits are part of the URL).
+PROTECTED = re.compile("|".join([
+    r"`[^`\n]+`",                                                     # inline code
+    r"(?:https?://|ftp://|www\.)[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}»“”]",  # URL, without trailing punctuation
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}",                    # e-mail address
+]))
+# Numbers are left to the model (it reads "am 3. Mai" better than a placeholder) and repaired after.
+NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:/-]\d+)*(?![\w-])")
+
+# Placeholders: names spelled the same in German and English, which the model copies as names.
+PLACEHOLDERS = ("Tom", "Peter", "Anna", "Thomas", "Daniel", "Martin", "Frank", "David", "Michael", "Robert",
+                "Emma", "Lisa", "Nina", "Otto", "Ben", "Max")
+
+
+@dataclass
+class Span:
+    original: str
+    placeholder: str | None    # None: removed from the source (characters the vocabulary lacks)
+    position: float            # share of the masked text's words before it, 0..1 (where to put it back)
+
+
+@dataclass
+class Masked:
+    text: str
+    spans: list[Span] = field(default_factory=list)
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without ANSI escape sequences (and their parameters)."""
+    return ANSI.sub("", text) if "\x1b" in text else text
+
+
+def vocabulary_lacks(tokenizer) -> Callable[[str], bool]:
+    """Whether a SentencePiece tokenizer spells a character only with byte pieces or <unk>. ASCII
+    never counts: the model learned its byte pieces ("/", "=", "@") from the training data."""
+    cache: dict[str, bool] = {}
+
+    def lacks(char: str) -> bool:
+        if char < "\x80":
+            return False
+        if char not in cache:
+            ids = tokenizer.encode(char)
+            cache[char] = any(tokenizer.is_byte(i) or tokenizer.is_unknown(i) for i in ids)
+        return cache[char]
+    return lacks
+
+
+def unknown_runs(text: str, is_unknown: Callable[[str], bool]) -> list[tuple[int, int]]:
+    """(start, end) of each run of non-space characters the vocabulary lacks: an emoji with its joiners
+    and modifiers, a symbol, a word in another script. A rare letter inside a word ("Erdős") is not
+    one: the model spells it with byte pieces as it learned to."""
+    runs, i = [], 0
+    while i < len(text):
+        if not text[i].isspace() and is_unknown(text[i]):
+            j = i + 1
+            while j < len(text) and not text[j].isspace() and is_unknown(text[j]):
+                j += 1
+            in_word = (i > 0 and text[i - 1].isalnum()) or (j < len(text) and text[j].isalnum())
+            if not (in_word and any(c.isalpha() for c in text[i:j])):
+                runs.append((i, j))
+            i = j
+        else:
+            i += 1
+    return runs
+
+
+def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS) -> Masked:
+    """`text` with URLs, e-mail addresses and inline code replaced by placeholders it does not otherwise
+    contain, and runs of unknown characters taken out (the model would hallucinate on their bytes)."""
+    found = [(m.start(), m.end(), True) for m in PROTECTED.finditer(text)]
+    found += [(a, b, False) for a, b in unknown_runs(text, is_unknown) if not any(s <= a < e for s, e, _ in found)]
+    if not found:
+        return Masked(text)
+    free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text))
+    out, spans, last = [], [], 0
+    for start, end, replace in sorted(found):
+        placeholder = next(free, None) if replace else None
+        if replace and placeholder is None:        # more spans than placeholders: the rest go to the model
+            continue
+        out += [text[last:start], placeholder or ""]
+        spans.append(Span(text[start:end], placeholder, len("".join(out).split())))
+        last = end
+    out.append(text[last:])
+    masked = re.sub(r"\s+(?=[.,!?;:])", "", re.sub(r"[ \t]{2,}", " ", "".join(out))).strip()
+    n_words = max(len(masked.split()), 1)
+    for span in spans:
+        span.position = min(span.position / n_words, 1.0)
+    return Masked(masked, spans)
+
+
+def unmask(translation: str, spans: list[Span]) -> str:
+    """`translation` with each placeholder replaced by its original; a removed span, or one whose
+    placeholder the model dropped, goes in at its relative position among the words."""
+    dropped = []
+    for span in spans:
+        pattern = re.compile(rf"\b{span.placeholder}\b") if span.placeholder else None
+        if pattern and pattern.search(translation):
+            translation = pattern.sub(lambda m: span.original, translation, count=1)
+            if pattern.search(translation):                             # repeated: keep one
+                translation = re.sub(r" +(?=[.,!?;:]|$)| (?= )", "", pattern.sub("", translation))
+        else:
+            dropped.append(span)
+    return insert_at(translation, dropped)
+
+
+def insert_at(text: str, spans: list[Span]) -> str:
+    """`text` with each span's original put in after its share of the words (at the end: before the
+    closing punctuation)."""
+    body = text.rstrip(".!?…:;\"'“”»« ")
+    ends = [m.end() for m in re.finditer(r"\S+", body)]          # where each word ends
+    cuts = [ends[round(s.position * len(ends)) - 1] if ends and round(s.position * len(ends)) else 0 for s in spans]
+    for cut, span in sorted(zip(cuts, spans), key=lambda c: c[0], reverse=True):
+        before, after = text[:cut], text[cut:]
+        text = f"{before} {span.original}{after}" if before else f"{span.original} {after}".rstrip()
+    return text
+
+
+def number_key(number: str) -> str:
+    """The same number whichever of "." and "," groups and which is the decimal mark (1.234,5 = 1,234.5)."""
+    return number.translate(str.maketrans(".,", ",."))
+
+
+def repair_numbers(source: str, translation: str, insert_missing: bool = True) -> str:
+    """Put back the source's numbers. Each one missing from `translation` (verbatim, or with "." and ","
+    swapped as the target language writes it) replaces, in order, a number the model made up; one
+    still missing goes in at its place among the words, unless it is small enough (0-12) that the
+    model may have written it out ("3" -> "three")."""
+    wanted = list(NUMBER.finditer(source))
+    found = NUMBER.findall(translation)
+    missing = [m for m in wanted if m.group() not in found and number_key(m.group()) not in found]
+    numbers = {m.group() for m in wanted} | {number_key(m.group()) for m in wanted}
+    invented = [m for m in NUMBER.finditer(translation) if m.group() not in numbers]
+    for m, number in reversed(list(zip(invented, missing))):
+        translation = translation[:m.start()] + number.group() + translation[m.end():]
+    n_words = max(len(source.split()), 1)
+    left = [Span(m.group(), None, len(source[:m.start()].split()) / n_words) for m in missing[len(invented):]
+            if not (m.group().isdigit() and int(m.group()) <= 12)]
+    return insert_at(translation, left) if insert_missing and left else translation

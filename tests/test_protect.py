@@ -1,0 +1,109 @@
+"""runtime/protect.py (spans kept out of the model) and the clause split of long sentences, with
+stand-ins for the tokenizer and the model: the real ones are tested in test_real_input.py."""
+
+import pytest
+
+from mtkit.runtime.protect import (Masked, mask, repair_numbers, strip_ansi, unknown_runs, unmask,
+                                   vocabulary_lacks)
+from mtkit.runtime.translator import CLAUSE_TOKENS, restore, split_long
+
+
+def lacks(char: str) -> bool:
+    """Stand-in vocabulary: Latin letters, digits and punctuation only."""
+    return ord(char) > 0x24F
+
+
+def fake_model(text: str) -> str:
+    """Stand-in translation: upper case, word order and placeholders kept."""
+    return text.upper().replace("TOM", "Tom").replace("PETER", "Peter")
+
+
+@pytest.mark.parametrize("source, kept", [
+    ("Ich liebe Pizza 🍕 und Bier 🍺!", ["🍕", "🍺"]),
+    ("Familie 👨‍👩‍👧 und Daumen 👍🏽", ["👨‍👩‍👧", "👍🏽"]),                     # joiners and skin tones stay together
+    ("Siehe https://example.com/a?b=1, oder www.example.org.", ["https://example.com/a?b=1", "www.example.org"]),
+    ("Schreib an max.mustermann@example.de bitte", ["max.mustermann@example.de"]),
+    ("Rufe `git status` auf", ["`git status`"]),
+    ("Das Wort 日本 heißt Japan", ["日本"]),
+])
+def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
+    masked = mask(source, lacks)
+    assert all(k not in masked.text for k in kept)                        # the model never sees them
+    out = unmask(fake_model(masked.text), masked.spans)
+    positions = [out.find(k) for k in kept]
+    assert -1 not in positions and positions == sorted(positions)
+
+
+def test_spans_go_back_in_place():
+    masked = mask("Ich liebe Pizza 🍕 und Bier 🍺!", lacks)
+    assert masked.text == "Ich liebe Pizza und Bier!"
+    assert unmask("I love pizza and beer!", masked.spans) == "I love pizza 🍕 and beer 🍺!"
+    only = mask("😀", lacks)
+    assert only.text == "" and unmask("", only.spans) == "😀"
+
+
+def test_a_dropped_or_repeated_placeholder():
+    masked = mask("Gehe zu https://a.org jetzt", lacks)
+    assert masked.text == "Gehe zu Tom jetzt"
+    assert unmask("Go to it now", masked.spans) == "Go to it https://a.org now"         # dropped: put back
+    assert unmask("Go to Tom now, Tom", masked.spans) == "Go to https://a.org now,"      # repeated: once
+
+
+def test_placeholders_avoid_words_of_the_text():
+    masked = mask("Tom und Peter lesen `x` und `y`", lacks)
+    assert [s.placeholder for s in masked.spans] == ["Anna", "Thomas"]
+
+
+def test_rare_letters_inside_words_stay_with_the_model():
+    assert unknown_runs("Paul Erdős war hier", lacks) == []
+    assert unknown_runs("Erdős 🍕", lambda c: c in "ő🍕") == [(6, 7)]
+
+
+def test_strip_ansi_removes_the_payload():
+    assert strip_ansi("That's a \x1b[31m test.\x1b[0m") == "That's a  test."
+    assert strip_ansi("\x1b]0;title\x07Hallo \x1b[1;32mWelt") == "Hallo Welt"
+    assert strip_ansi("no escapes [31m") == "no escapes [31m"
+
+
+@pytest.mark.parametrize("source, output, repaired", [
+    ("Es kostet 1.234,56 Euro.", "It costs 1.24,56 euros.", "It costs 1.234,56 euros."),    # mangled
+    ("Es kostet 1.234,56 Euro.", "It costs 1,234.56 euros.", "It costs 1,234.56 euros."),   # localized: kept
+    ("Um 9:30 und 42 Mal", "At 2006 and 7 times", "At 9:30 and 42 times"),                 # in order
+    ("Drei Katzen", "Three cats", "Three cats"),                                           # nothing to do
+])
+def test_repair_numbers(source, output, repaired):
+    assert repair_numbers(source, output) == repaired
+
+
+def test_restore_repairs_then_unmasks():
+    masked = mask("Seite 12 auf https://a.org", lacks)
+    assert restore("Page 21 on Tom", masked) == "Page 12 on https://a.org"
+    assert restore("text", None) == "text" and restore("x", Masked("x")) == "x"
+
+
+class StandInTokenizer:
+    """SentencePiece's interface, for `vocabulary_lacks`: id 1 is <unk>, 10+ are bytes."""
+    def encode(self, text):
+        return [10, 11] if text == "🍕" else [1] if text == "☃" else [100]
+
+    def is_byte(self, i):
+        return i >= 10 and i < 100
+
+    def is_unknown(self, i):
+        return i == 1
+
+
+def test_vocabulary_lacks():
+    lacks_char = vocabulary_lacks(StandInTokenizer())
+    assert lacks_char("🍕") and lacks_char("☃") and not lacks_char("ä") and not lacks_char("/")
+
+
+def test_long_sentences_are_cut_at_clause_boundaries():
+    words = (["▁das", "▁ist", "▁gut"] * 5 + [","]) * 20 + ["▁und", "▁dann"] * 10     # 340 pieces
+    parts = split_long(list(range(len(words))), CLAUSE_TOKENS, words)
+    assert [i for p in parts for i in p] == list(range(len(words)))                    # nothing lost
+    assert len(parts) == 4 and all(len(p) <= CLAUSE_TOKENS for p in parts)
+    for p in parts[1:]:
+        assert words[p[0] - 1] == "," or words[p[0]] == "▁und"                          # after a comma or before "und"
+    no_marks = ["▁a", "b"] * 150                                                         # words of two pieces
+    assert all(no_marks[p[0]] == "▁a" for p in split_long(list(range(300)), 100, no_marks)[1:])
