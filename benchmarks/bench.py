@@ -239,9 +239,9 @@ def _bundle(cfg: BenchConfig, path: Path, want_fp16: bool, log) -> Path:
 def model_size(spec: EngineSpec, artifacts: dict) -> tuple[int, str]:
     """Bytes of the weights each engine loads, and what was counted (tokenizer excluded everywhere)."""
     if spec.kind == "torch":
-        import torch
+        from mtkit.train.checkpoint import load_checkpoint
 
-        state = torch.load(artifacts["checkpoint"], map_location="cpu", weights_only=True)["model"]
+        state = load_checkpoint(artifacts["checkpoint"]).model
         storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in state.values()}
         dtypes = "/".join(sorted({str(t.dtype).removeprefix("torch.") for t in state.values() if t.is_floating_point()}))
         return sum(storages.values()), f"{dtypes} state dict of the checkpoint (tied weights once; run in float32)"
@@ -436,7 +436,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
         ckpt = load_checkpoint(cfg.checkpoint)
     except CheckpointError as e:
         raise BenchError(str(e)) from None
-    tags = ckpt.get("language_tags", {})
+    tags = ckpt.language_tags
     if cfg.tgt_lang not in tags:
         raise BenchError(f"{cfg.checkpoint}: the model cannot translate into {cfg.tgt_lang!r} "
                          f"(its target languages: {', '.join(tags)})")
