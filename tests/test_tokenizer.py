@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, language_tag, source_ids, tag_language
-from mtkit.train.config import TokenizerConfig
 import pytest
 
+from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, language_tag, source_ids, tag_language
+from mtkit.train.config import TokenizerConfig
 from mtkit.train.data import DataError, read_lines
 from mtkit.train.tokenizer import language_tag_ids, train_tokenizer
 

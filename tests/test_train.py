@@ -14,7 +14,8 @@ import torch
 from conftest import REPO, tiny_run_dict, train_tiny
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 from mtkit.train.config import RunConfig
-from mtkit.train.trainer import Interrupted, Trainer, TrainingDiverged
+from mtkit.train.loop import Interrupted, TrainingDiverged
+from mtkit.train.trainer import Trainer
 
 
 def _trainer(out: Path, resume=False, **optim) -> Trainer:
@@ -147,7 +148,7 @@ def test_dev_bleu_decoding_is_capped_by_the_models_positions(fixture_checkpoint,
 def test_warm_start_from_a_half_precision_checkpoint(tmp_path, fixture_checkpoint):
     """--init-from: the weights and tokenizer of another run (here stored in fp16, as models/ ships them),
     a fresh optimizer, the LR schedule continued from its step with a short ramp; a mismatch is refused."""
-    from mtkit.train.trainer import REWARM_STEPS
+    from mtkit.train.state import REWARM_STEPS
 
     ckpt = load_checkpoint(fixture_checkpoint)
     ckpt.model = {k: v.half() if v.is_floating_point() else v for k, v in ckpt.model.items()}

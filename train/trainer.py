@@ -23,9 +23,9 @@ from .config import RunConfig
 from .data import CleaningReport
 from .evaluation import dev_bleu, dev_loss, encode_pairs
 from .finalise import checkpoints_to_average, prune_epoch_checkpoints, record_epoch
-from .loop import Interrupted, TrainingDiverged, progress_bar, run_epoch, token_loss  # noqa: F401 (the CLI's errors)
+from .loop import progress_bar, run_epoch, token_loss
 from .model import Transformer
-from .state import REWARM_STEPS, TrainingProgress, inverse_sqrt_schedule  # noqa: F401 (REWARM_STEPS: tests)
+from .state import TrainingProgress, inverse_sqrt_schedule
 from .tokenizer import language_tag_ids, load_tokenizer, train_tokenizer
 
 
