@@ -68,7 +68,7 @@ def default_target(ckpt: Checkpoint, run: RunConfig | None) -> str:
     if run is not None and run.data.dev:
         return run.data.dev[0].tgt
     if ckpt.directions:
-        return ckpt.directions[0][1]
+        return ckpt.directions[0].tgt
     return sorted(ckpt.language_tags)[0]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -25,6 +26,12 @@ REQUIRED = ("model", "model_config", "tokenizer_model", "language_tags")
 
 class CheckpointError(Exception):
     """A missing, corrupt or incompatible checkpoint; the message names the file."""
+
+
+class Direction(NamedTuple):
+    """A trained translation direction (stored as a plain (src, tgt) tuple)."""
+    src: str
+    tgt: str
 
 
 @dataclass
@@ -41,7 +48,7 @@ class Checkpoint:
     model_config: ModelConfig
     tokenizer_model: bytes                          # serialized SentencePiece model
     language_tags: dict[str, int]
-    directions: list[tuple[str, str]] = field(default_factory=list)
+    directions: list[Direction] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)
     run_config: dict = field(default_factory=dict)  # RunConfig.to_dict(); empty when unknown
     tokenizer_path: str = ""
@@ -82,7 +89,7 @@ class Checkpoint:
         resume = ResumeState(raw["optimizer"], raw["scheduler"], raw["rng"]) if "optimizer" in raw else None
         return cls(model=raw["model"], model_config=model_config, tokenizer_model=raw["tokenizer_model"],
                    language_tags={k: int(v) for k, v in raw["language_tags"].items()},
-                   directions=[(str(a), str(b)) for a, b in raw.get("directions", [])],
+                   directions=[Direction(str(a), str(b)) for a, b in raw.get("directions", [])],
                    languages=list(raw.get("languages", [])), run_config=raw.get("run_config") or {},
                    tokenizer_path=raw.get("tokenizer_path", ""), progress=progress, resume=resume,
                    averaged_from=raw.get("averaged_from"), shipped_from=raw.get("shipped_from"))

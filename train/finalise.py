@@ -4,8 +4,16 @@ and the last `average_last`, average those last ones, and make the better model 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from .state import BestEpoch, TrainingProgress
+
+
+class Candidate(NamedTuple):
+    """A model that may become final.pt."""
+    name: str          # "best epoch" or "average of last N"
+    bleu: float        # dev BLEU
+    path: Path
 
 
 def record_epoch(progress: TrainingProgress, bleu: float, path: Path) -> None:

@@ -18,11 +18,11 @@ import torch
 import torch.distributed as dist
 from rich.console import Console
 
-from .checkpoint import Checkpoint, CheckpointError, ResumeState, average_state_dicts, load_checkpoint, load_model
+from .checkpoint import Checkpoint, CheckpointError, Direction, ResumeState, average_state_dicts, load_checkpoint, load_model
 from .config import RunConfig
 from .data import CleaningReport
 from .evaluation import dev_bleu, dev_loss, encode_pairs
-from .finalise import checkpoints_to_average, prune_epoch_checkpoints, record_epoch
+from .finalise import Candidate, checkpoints_to_average, prune_epoch_checkpoints, record_epoch
 from .loop import progress_bar, run_epoch, token_loss
 from .model import Transformer
 from .state import TrainingProgress, inverse_sqrt_schedule
@@ -132,10 +132,10 @@ class Trainer:
                           run_config=self.run.to_dict(), tokenizer_path=str(self.tokenizer_path),
                           progress=self.state, resume=resume)
 
-    def directions(self) -> list[tuple[str, str]]:
-        """The (source, target) pairs this run trains."""
-        return sorted({(c.src, c.tgt) for c in self.run.data.train} |
-                      {(c.tgt, c.src) for c in self.run.data.train if c.both_directions})
+    def directions(self) -> list[Direction]:
+        """The directions this run trains."""
+        return sorted({Direction(c.src, c.tgt) for c in self.run.data.train} |
+                      {Direction(c.tgt, c.src) for c in self.run.data.train if c.both_directions})
 
     def _restore(self, path: Path) -> None:
         ckpt = load_checkpoint(path, map_location=self.device)
@@ -266,7 +266,7 @@ class Trainer:
         summary = {"steps": st.step, "epochs": st.epoch, "best": [list(b) for b in st.best[:o.keep_best]]}
         candidates = []
         if st.best:
-            candidates.append(("best epoch", st.best[0].bleu, Path(st.best[0].path)))
+            candidates.append(Candidate("best epoch", st.best[0].bleu, Path(st.best[0].path)))
         last = checkpoints_to_average(st, o.average_last)
         if last:
             averaged = Transformer(self.run.model).to(self.device)
@@ -278,9 +278,9 @@ class Trainer:
             ckpt.save(avg_path)
             self.log(f"average of the last {len(last)} epochs: dev BLEU {bleu:.2f}")
             summary["averaged_dev_bleu"] = bleu
-            candidates.append((f"average of last {len(last)}", bleu, avg_path))
+            candidates.append(Candidate(f"average of last {len(last)}", bleu, avg_path))
         if candidates:
-            name, bleu, path = max(candidates, key=lambda c: c[1])
+            name, bleu, path = max(candidates, key=lambda c: c.bleu)
             load_checkpoint(path).save(self.out / "final.pt")
             summary |= {"final": name, "final_dev_bleu": bleu, "final_checkpoint": str(self.out / "final.pt")}
             self.log(f"final model: {name} (dev BLEU {bleu:.2f}) -> {self.out / 'final.pt'}")
