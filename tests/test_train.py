@@ -87,6 +87,23 @@ def test_outputs_of_a_finished_run(tmp_path):
     assert len(list((out / "checkpoints").glob("epoch*.pt"))) <= 3
 
 
+@pytest.mark.parametrize("path", ["tests/fixtures/model/checkpoint.pt", "models/de-en/checkpoint.fp16.pt"])
+def test_a_checkpoint_reads_and_writes_back_the_same_file_layout(tmp_path, path):
+    """The typed Checkpoint keeps the version-1 layout: the committed checkpoints (the trainer's
+    final.pt, and the shipped fp16 one with its `shipped_from`) load and save back key for key."""
+    original = torch.load(REPO / path, weights_only=True)
+    ckpt = load_checkpoint(REPO / path)
+    assert ckpt.progress.step == original["progress"]["step"] and ckpt.progress.best[0].epoch > 0
+    ckpt.save(tmp_path / "again.pt")
+    again = torch.load(tmp_path / "again.pt", weights_only=True)
+    assert set(again) == set(original)
+    for key, value in original.items():
+        if key == "model":
+            assert all(torch.equal(value[k], again["model"][k]) for k in value)
+        else:
+            assert again[key] == value, key
+
+
 def test_corrupt_and_foreign_checkpoints(tmp_path, fixture_checkpoint):
     truncated = tmp_path / "truncated.pt"
     truncated.write_bytes(fixture_checkpoint.read_bytes()[:5000])

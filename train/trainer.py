@@ -127,10 +127,10 @@ class Trainer:
                 "python": list(random.getstate()[1]),
                 "python_pos": random.getstate()[2],
             })
-        return Checkpoint(model=self.model.state_dict(), model_config=self.run.model, tokenizer_model=self.sp.serialized_model_proto(),
-                          language_tags=self.tag_ids, directions=self.directions(), languages=self.run.languages,
-                          run_config=self.run.to_dict(), tokenizer_path=str(self.tokenizer_path),
-                          progress=self.state, resume=resume)
+        return Checkpoint(model=self.model.state_dict(), model_config=self.run.model,
+                          tokenizer_model=self.sp.serialized_model_proto(), language_tags=self.tag_ids,
+                          directions=self.directions(), languages=self.run.languages, run_config=self.run.to_dict(),
+                          tokenizer_path=str(self.tokenizer_path), progress=self.state, resume=resume)
 
     def directions(self) -> list[Direction]:
         """The directions this run trains."""
