@@ -53,49 +53,48 @@ def token_loss(model, batch, device, use_bf16: bool, label_smoothing: float):
 
 def run_epoch(trainer: Trainer, progress: Progress) -> bool:
     """One epoch from the saved data position. Returns True when max_steps is reached."""
-    t = trainer
-    o, st, data = t.optim_cfg, t.state, t.train_data
+    o, st, data = trainer.optim_cfg, trainer.state, trainer.train_data
     batches = make_batches(data.src_lens, data.tgt_lens, o.max_tokens, o.seed, st.epoch)
     # Every rank must run the same number of backward passes, or DDP's all-reduce hangs.
-    batches = batches[: len(batches) - len(batches) % t.world]
+    batches = batches[: len(batches) - len(batches) % trainer.world]
     task = progress.add_task("train", total=len(batches), completed=st.batch_in_epoch, epoch=st.epoch + 1,
                              loss=0.0, ppl=0.0, lr=0.0, tok_s=0.0)
-    t.model.train()
+    trainer.model.train()
     window_loss = window_nll = window_tokens = 0.0
     window_start = time.time()
     bi = st.batch_in_epoch
     while bi < len(batches):
-        group = batches[bi: bi + o.accum_steps * t.world]
-        mine = group[t.rank::t.world]
-        t.optimizer.zero_grad(set_to_none=True)
+        group = batches[bi: bi + o.accum_steps * trainer.world]
+        mine = group[trainer.rank::trainer.world]
+        trainer.optimizer.zero_grad(set_to_none=True)
         step_tokens, step_loss, step_nll = 0, 0.0, 0.0
         for j, indices in enumerate(mine):
-            loss, nll, tokens = t.loss(collate(data.src, data.tgt, indices))
+            loss, nll, tokens = trainer.loss(collate(data.src, data.tgt, indices))
             if not torch.isfinite(loss):
                 raise TrainingDiverged(
                     f"loss is {loss.item()} at step {st.step + 1} (epoch {st.epoch + 1}, batch {bi + j}); "
-                    f"the last good checkpoint is {t.checkpoint_dir / 'last.pt'}. Lower the learning rate "
+                    f"the last good checkpoint is {trainer.checkpoint_dir / 'last.pt'}. Lower the learning rate "
                     f"or check the data, then resume.")
             loss.backward()
             step_tokens += tokens
             step_loss += loss.item()
             step_nll += nll.item()
         total_tokens = step_tokens
-        if t.world > 1:
-            count = torch.tensor([step_tokens], device=t.device, dtype=torch.float64)
+        if trainer.world > 1:
+            count = torch.tensor([step_tokens], device=trainer.device, dtype=torch.float64)
             dist.all_reduce(count)
             total_tokens = int(count.item())
         # Gradients are sums over tokens; normalise by the tokens of the whole (global) step.
-        scale = t.world / max(total_tokens, 1)
-        for p in t.model.parameters():
+        scale = trainer.world / max(total_tokens, 1)
+        for p in trainer.model.parameters():
             if p.grad is not None:
                 p.grad.mul_(scale)
-        grad_norm = torch.nn.utils.clip_grad_norm_(t.model.parameters(), o.clip_norm)
+        grad_norm = torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), o.clip_norm)
         if not torch.isfinite(grad_norm):
             raise TrainingDiverged(f"gradient norm is {grad_norm.item()} at step {st.step + 1}; "
-                                   f"the last good checkpoint is {t.checkpoint_dir / 'last.pt'}")
-        t.optimizer.step()
-        t.scheduler.step()
+                                   f"the last good checkpoint is {trainer.checkpoint_dir / 'last.pt'}")
+        trainer.optimizer.step()
+        trainer.scheduler.step()
         st.step += 1
         bi += len(group)
         st.batch_in_epoch = bi
@@ -104,26 +103,27 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
         window_tokens += step_tokens
         if st.step % o.log_every_steps == 0 or bi >= len(batches) or st.step == o.max_steps:
             elapsed = max(time.time() - window_start, 1e-9)
-            fields = dict(loss=window_loss / max(window_tokens, 1), ppl=math.exp(min(window_nll / max(window_tokens, 1), 50)),
-                          lr=t.scheduler.get_last_lr()[0], tok_s=window_tokens * t.world / elapsed)
+            per_token = max(window_tokens, 1)
+            fields = dict(loss=window_loss / per_token, ppl=math.exp(min(window_nll / per_token, 50)),
+                          lr=trainer.scheduler.get_last_lr()[0], tok_s=window_tokens * trainer.world / elapsed)
             progress.update(task, completed=bi, **fields)
-            if t.is_main and not t.console.is_terminal:
-                t.console.log(f"epoch {st.epoch + 1} batch {bi}/{len(batches)} step {st.step} "
-                              f"loss {fields['loss']:.3f} ppl {fields['ppl']:.2f} lr {fields['lr']:.2e} "
-                              f"{fields['tok_s']:.0f} tok/s")
-            t.append_metrics({"type": "train", "epoch": st.epoch + 1, "step": st.step, **fields})
+            if trainer.is_main and not trainer.console.is_terminal:
+                trainer.console.log(f"epoch {st.epoch + 1} batch {bi}/{len(batches)} step {st.step} "
+                                    f"loss {fields['loss']:.3f} ppl {fields['ppl']:.2f} lr {fields['lr']:.2e} "
+                                    f"{fields['tok_s']:.0f} tok/s")
+            trainer.append_metrics({"type": "train", "epoch": st.epoch + 1, "step": st.step, **fields})
             window_loss = window_nll = window_tokens = 0.0
             window_start = time.time()
         else:
             progress.update(task, completed=bi)
         if o.save_every_steps and st.step % o.save_every_steps == 0:
-            t.save_last()
-        if t.stop_signal is not None:
-            t.save_last()
-            raise Interrupted(f"stopped by signal {t.stop_signal} at step {st.step}; "
-                              f"continue with: mt-train {t.run.path} --resume")
+            trainer.save_last()
+        if trainer.stop_signal is not None:
+            trainer.save_last()
+            raise Interrupted(f"stopped by signal {trainer.stop_signal} at step {st.step}; "
+                              f"continue with: mt-train {trainer.run.path} --resume")
         if o.max_steps and st.step >= o.max_steps:
-            t.save_last()
+            trainer.save_last()
             progress.remove_task(task)
             return True
     progress.remove_task(task)
