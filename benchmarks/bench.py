@@ -1,37 +1,27 @@
 """`mt-bench`'s work: one checkpoint, several engines, the same sentences, figures side by side.
 
-Steps: read the test sets; build what the engines need into a work dir (an ONNX bundle with an
-int8 variant via `mtkit.export.export_bundle`, CTranslate2 fp32 and int8 models via
-`ct2_convert.py`; reused while newer than the checkpoint); run each engine in a fresh process
-(`worker.py`) for latency, throughput, outputs and peak RSS; time a cold start (a fresh process
-translating one sentence); score BLEU; compute ratios against the CTranslate2 engine of the same
-device and precision; write results.json, results.md and results.png (`report.py`).
+Steps: read the test sets; choose the engines; build what they need into a work dir
+(`artifacts.py`: an ONNX bundle with an int8 variant, CTranslate2 fp32 and int8 models; reused
+while newer than the checkpoint); run each engine in fresh processes for latency, throughput,
+outputs and peak RSS, and time cold starts (`runner.py`); score BLEU and compute ratios against
+the CTranslate2 engine of the same device and precision, then write results.json, results.md and
+results.png (`report.py`), with the machine's description (`machine.py`).
 
 Nothing here is part of the runtime: it imports torch (export, conversion) and ctranslate2.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import platform
-import re
-import socket
-import statistics
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
-
-import numpy as np
 
 from mtkit.runtime.decode_options import DecodeOptions
 
+from .artifacts import ArtifactError, model_size, prepare
 from .engines import CPU_ENGINES, ENGINES, GPU_ENGINES, EngineSpec
+from .machine import machine_info, machine_slug
+from .runner import cold_start_command, cold_starts, run_rounds
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SCHEMA_VERSION = 1
@@ -68,64 +58,6 @@ class BenchConfig:
     machine_name: str | None = None
 
 
-# ----- machine ------------------------------------------------------------------------------------
-
-def _cpuinfo() -> tuple[str, int]:
-    """CPU model name and number of physical cores, from /proc/cpuinfo."""
-    model, cores = platform.processor() or platform.machine(), set()
-    physical = core = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = (part.strip() for part in line.partition(":"))
-            if key == "model name":
-                model = value
-            elif key == "physical id":
-                physical = value
-            elif key == "core id":
-                core = value
-                cores.add((physical, core))
-    except OSError:
-        pass
-    return model, len(cores) or (os.cpu_count() or 1)
-
-
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def machine_info() -> dict:
-    model, physical = _cpuinfo()
-    mem_gib = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = round(int(line.split()[1]) / 2**20, 1)
-    except OSError:
-        pass
-    return {
-        "cpu": model,
-        "physical_cores": physical,
-        "logical_cpus": os.cpu_count(),
-        "available_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "memory_gib": mem_gib,
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "python": platform.python_version(),
-        "versions": {p: _version(p) for p in ("onnxruntime", "onnxruntime-gpu", "ctranslate2", "torch", "numpy",
-                                              "sentencepiece", "sacrebleu", "mtkit")},
-    }
-
-
-def machine_slug(info: dict) -> str:
-    """A directory name for the machine: its CPU model and CPU count, e.g. intel-xeon-processor-2cpu."""
-    name = re.sub(r"\((r|tm)\)|\bcpu\b|@.*$", " ", info["cpu"].lower())
-    name = re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "unknown-cpu"
-    return f"{name}-{info['logical_cpus']}cpu"
-
-
 # ----- data ---------------------------------------------------------------------------------------
 
 def load_dataset(data_dir: Path | None, name: str, src: str, tgt: str, limit: int) -> dict:
@@ -151,11 +83,7 @@ def load_dataset(data_dir: Path | None, name: str, src: str, tgt: str, limit: in
             "sources": [s for s, _ in pairs], "refs": [t for _, t in pairs]}
 
 
-# ----- artifacts ----------------------------------------------------------------------------------
-
-def _fresh(path: Path, checkpoint: Path) -> bool:
-    return path.exists() and path.stat().st_mtime >= checkpoint.stat().st_mtime
-
+# ----- engines ------------------------------------------------------------------------------------
 
 def gpu_reasons() -> dict[str, str | None]:
     """Why each GPU engine cannot run here (None = it can)."""
@@ -179,232 +107,6 @@ def gpu_reasons() -> dict[str, str | None]:
     return reasons
 
 
-def prepare(cfg: BenchConfig, engines: list[EngineSpec], work: Path, log) -> tuple[dict, dict[str, str]]:
-    """Build or reuse the bundle and CT2 models that `engines` need. Returns the artifact paths and,
-    for engines that cannot run, why."""
-    artifacts: dict = {"checkpoint": str(cfg.checkpoint)}
-    skip: dict[str, str] = {}
-    kinds = {e.kind for e in engines}
-
-    if "ort" in kinds:
-        want_fp16 = any(e.kind == "ort" and e.precision == "fp16" for e in engines)
-        try:
-            artifacts["bundle"] = str(_bundle(cfg, work / "bundle", want_fp16, log))
-        except Exception as e:  # export is another package: any failure skips the ORT engines, with why
-            for spec in engines:
-                if spec.kind == "ort":
-                    skip[spec.name] = f"no bundle: {type(e).__name__}: {e}"
-        else:
-            from mtkit.runtime.bundle_format import BundleConfig
-
-            variants = BundleConfig.load(Path(artifacts["bundle"])).variants
-            for spec in engines:
-                if spec.kind == "ort" and spec.precision not in variants:
-                    skip[spec.name] = f"the bundle has no {spec.precision} variant"
-
-    if "ct2" in kinds:
-        from .ct2_convert import convert_checkpoint
-
-        root = Path(cfg.ct2_dir) if cfg.ct2_dir else work / "ct2"
-        for key, quantization in (("ct2_fp32", "float32"), ("ct2_int8", "int8")):
-            path = root / quantization
-            if cfg.ct2_dir:
-                if not (path / "model.bin").is_file():
-                    raise BenchError(f"{path}: no CTranslate2 model (--ct2-dir wants float32/ and int8/ "
-                                     "as written by mt-bench or python -m mtkit.benchmarks.ct2_convert)")
-            elif cfg.rebuild or not _fresh(path / "model.bin", cfg.checkpoint):
-                log(f"converting to CTranslate2 {quantization}")
-                convert_checkpoint(cfg.checkpoint, path, quantization)
-            artifacts[key] = str(path)
-    return artifacts, skip
-
-
-def _bundle(cfg: BenchConfig, path: Path, want_fp16: bool, log) -> Path:
-    from mtkit.runtime.bundle_format import BundleConfig
-
-    if cfg.bundle:
-        BundleConfig.load(Path(cfg.bundle))     # a clear BundleError if it is not one
-        return Path(cfg.bundle)
-    if not cfg.rebuild and _fresh(path / "config.json", cfg.checkpoint):
-        variants = BundleConfig.load(path).variants
-        if "int8" in variants and ("fp16" in variants or not want_fp16):
-            return path
-    from mtkit.export.api import export_bundle
-
-    log("exporting the ONNX bundle (fp32 + int8" + (" + fp16)" if want_fp16 else ")"))
-    export_bundle(cfg.checkpoint, path, quantize="int8", fp16=want_fp16, force=True)
-    return path
-
-
-def model_size(spec: EngineSpec, artifacts: dict) -> tuple[int, str]:
-    """Bytes of the weights each engine loads, and what was counted (tokenizer excluded everywhere)."""
-    if spec.kind == "torch":
-        import torch
-
-        state = torch.load(artifacts["checkpoint"], map_location="cpu", weights_only=True)["model"]
-        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in state.values()}
-        dtypes = "/".join(sorted({str(t.dtype).removeprefix("torch.") for t in state.values() if t.is_floating_point()}))
-        return sum(storages.values()), f"{dtypes} state dict of the checkpoint (tied weights once; run in float32)"
-    if spec.kind == "ort":
-        from mtkit.runtime.bundle import variant_files
-        from mtkit.runtime.bundle_format import BundleConfig
-
-        directory = Path(artifacts["bundle"])
-        files = variant_files(directory, BundleConfig.load(directory), spec.precision)
-        names = {p.name for p in files}
-        counted = [p for p in directory.iterdir()
-                   if p.name in names or any(p.name.startswith(n + ".") for n in names)]   # + external data
-        return sum(p.stat().st_size for p in counted), " + ".join(sorted(p.name for p in counted))
-    path = Path(artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"]) / "model.bin"
-    return path.stat().st_size, f"{path.parent.name}/model.bin"
-
-
-# ----- running ------------------------------------------------------------------------------------
-
-def _env(threads: int) -> dict:
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = str(threads)
-    return env
-
-
-def run_worker(spec: EngineSpec, artifacts: dict, datasets: list[dict], cfg: BenchConfig, work: Path,
-               reps: int) -> dict:
-    jobs = work / "jobs"
-    jobs.mkdir(parents=True, exist_ok=True)
-    job_path, result_path = jobs / f"{spec.name}.job.json", jobs / f"{spec.name}.result.json"
-    result_path.unlink(missing_ok=True)
-    job = {"engine": spec.name, "artifacts": artifacts, "threads": cfg.threads, "reps": reps,
-           "warmup": cfg.warmup, "beam_size": cfg.beam_size, "batch_size": cfg.batch_size,
-           "datasets": [{k: d[k] for k in ("name", "sources", "src_lang", "tgt_lang")} for d in datasets]}
-    job_path.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
-    cmd = [sys.executable, "-m", "mtkit.benchmarks.worker", str(job_path), str(result_path)]
-    try:
-        proc = subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, text=True, timeout=cfg.timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"did not finish within {cfg.timeout:.0f} s (--timeout)"}
-    if proc.returncode != 0 or not result_path.is_file():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {"error": f"worker exited with status {proc.returncode}: {' | '.join(tail)}"}
-    return json.loads(result_path.read_text(encoding="utf-8"))
-
-
-def run_rounds(specs: list[EngineSpec], artifacts: dict, datasets: list[dict], cfg: BenchConfig, work: Path,
-               log: Callable[[str], None]) -> dict[str, dict]:
-    """Every engine's worker once per round, `cfg.reps` rounds, each a fresh process with its
-    warm-up and one timed repetition; the rounds' figures are merged per engine. Engines take turns,
-    so a slow minute of a shared machine costs one repetition of one engine (the median drops it)
-    instead of every repetition of whichever engine was running."""
-    rounds: dict[str, list[dict]] = {spec.name: [] for spec in specs}
-    for round_ in range(1, cfg.reps + 1):
-        for spec in specs:
-            done = rounds[spec.name]
-            if done and "error" in done[-1]:
-                continue
-            log(f"[round {round_}/{cfg.reps}] {spec.name}")
-            done.append(run_worker(spec, artifacts, datasets, cfg, work, reps=1))
-            if "error" in done[-1]:
-                log(f"    failed: {done[-1]['error']}")
-    return {name: done[-1] if "error" in done[-1] else merge_rounds(done) for name, done in rounds.items()}
-
-
-def merge_rounds(rounds: list[dict]) -> dict:
-    """One engine's worker results of several rounds: timings pooled, the median load time, the
-    highest peak RSS, the last round's outputs."""
-    last = rounds[-1]
-    pooled = lambda name, key: [x for r in rounds for x in r["datasets"][name][key]]   # noqa: E731
-    return {**last, "load_s": statistics.median(r["load_s"] for r in rounds),
-            "peak_rss_kb": max(r["peak_rss_kb"] for r in rounds),
-            "ru_maxrss_kb": max(r["ru_maxrss_kb"] for r in rounds),
-            "datasets": {name: {**ds, "latency_s": pooled(name, "latency_s"),
-                                "throughput_runs": pooled(name, "throughput_runs")}
-                         for name, ds in last["datasets"].items()}}
-
-
-def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text: str) -> list[str] | None:
-    """A fresh process that loads the model and translates `text` (beam 4, as the CLIs do by default)."""
-    if spec.kind == "ort":
-        exe = Path(sys.executable).parent / "mt-translate"
-        prefix = [str(exe)] if exe.is_file() else [sys.executable, "-m", "mtkit.runtime.cli"]
-        return prefix + ["-m", artifacts["bundle"], "--to", cfg.tgt_lang, "--variant", spec.precision,
-                         "--provider", spec.device, "--threads", str(cfg.threads), "--beam-size",
-                         str(cfg.beam_size), "-q", text]
-    if spec.kind == "ct2":
-        compute = {"fp32": "float32", "int8": "int8", "fp16": "float16"}[spec.precision]
-        model = artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"]
-        return [sys.executable, "-m", "mtkit.benchmarks.ct2_run", model, "--to", cfg.tgt_lang,
-                "--compute-type", compute, "--device", spec.device, "--threads", str(cfg.threads),
-                "--beam-size", str(cfg.beam_size), text]
-    return None      # the PyTorch engines are the training-side reference: no product to start
-
-
-def cold_starts(commands: dict[str, list[str]], cfg: BenchConfig) -> dict[str, dict]:
-    """Time each engine's fresh process `cfg.cold_reps` times, in rounds that run every engine once
-    (so a slow minute of a shared machine hits all engines alike). An untimed first round fills the
-    file cache and the runtime's cache of optimized graphs, as any earlier use would have."""
-    results = {name: {"runs": []} for name in commands}
-    for round_ in range(max(cfg.cold_reps, 1) + 1):
-        for name, cmd in commands.items():
-            if "error" in results[name]:
-                continue
-            start = time.perf_counter()
-            try:
-                proc = subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, text=True, timeout=600)
-            except subprocess.TimeoutExpired:
-                results[name] = {"error": "took over 600 s"}
-                continue
-            seconds = time.perf_counter() - start
-            if proc.returncode != 0:
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-2:]
-                results[name] = {"error": f"exit status {proc.returncode}: {' | '.join(tail)}", "command": cmd}
-            elif round_:
-                results[name]["runs"].append(seconds)
-                results[name]["output"] = proc.stdout.strip()[:200]
-    for result in results.values():
-        if "error" not in result:
-            result["seconds"] = statistics.median(result["runs"])
-    return results
-
-
-# ----- figures ------------------------------------------------------------------------------------
-
-def summarize_dataset(raw: dict, refs: list[str]) -> dict:
-    import sacrebleu
-
-    latency_ms = np.asarray(raw["latency_s"]) * 1000.0
-    runs = raw["throughput_runs"]
-    graph = [r["graph_seconds"] / r["seconds"] for r in runs if "graph_seconds" in r]
-    return {
-        # Share of beam time inside the ONNX graphs (ORT engines): the rest is the Python search loop.
-        "graph_time_share": statistics.median(graph) if graph else None,
-        "latency_ms": {"p50": float(np.percentile(latency_ms, 50)), "p95": float(np.percentile(latency_ms, 95)),
-                       "mean": float(latency_ms.mean()), "samples": int(latency_ms.size)},
-        "throughput_tokens_per_s": statistics.median(r["tokens_per_s"] for r in runs),
-        "throughput_sentences_per_s": statistics.median(r["sentences"] / r["seconds"] for r in runs),
-        "throughput_runs": runs,
-        "bleu_greedy": sacrebleu.corpus_bleu(raw["greedy_outputs"], [refs]).score,
-        "bleu_beam": sacrebleu.corpus_bleu(raw["beam_outputs"], [refs]).score,
-    }
-
-
-def add_ratios(engines: dict, outputs: dict) -> None:
-    """Ratios against the CT2 engine of the same device and precision, from this same run."""
-    for name, entry in engines.items():
-        ref_name = ENGINES[name].reference
-        ref = engines.get(ref_name)
-        if entry["status"] != "ok" or not ref or ref["status"] != "ok":
-            continue
-        entry["ratios"] = {"reference": ref_name}
-        for ds, figures in entry["datasets"].items():
-            theirs = ref["datasets"][ds]
-            same = [a == b for a, b in zip(outputs[name][ds]["greedy"], outputs[ref_name][ds]["greedy"])]
-            entry["ratios"][ds] = {
-                "latency_p50": figures["latency_ms"]["p50"] / theirs["latency_ms"]["p50"],
-                "throughput": figures["throughput_tokens_per_s"] / theirs["throughput_tokens_per_s"],
-                "same_greedy_output": sum(same) / len(same),
-            }
-
-
 def select_engines(cfg: BenchConfig) -> tuple[list[EngineSpec], dict[str, str], dict]:
     """The engines to run, the ones skipped with why, and the GPU section's status."""
     reasons = gpu_reasons()
@@ -417,14 +119,10 @@ def select_engines(cfg: BenchConfig) -> tuple[list[EngineSpec], dict[str, str], 
     return chosen, skip, gpu
 
 
-def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
-    """Run everything; write results.json/.md/.png; return the results and the output directory."""
-    from mtkit.runtime.data_dir import default_data_dir
+def check_config(cfg: BenchConfig) -> None:
+    """BenchError for unknown engines, counts below one, or a model that cannot translate into the target."""
     from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 
-    from . import report
-
-    cfg.checkpoint = Path(cfg.checkpoint)
     unknown = [n for n in cfg.engines or [] if n not in ENGINES]
     if unknown:
         raise BenchError(f"unknown engine(s) {', '.join(unknown)} (known: {', '.join(ENGINES)})")
@@ -433,14 +131,22 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
         if value < 1:
             raise BenchError(f"{name} must be at least 1, not {value}")
     try:
-        ckpt = load_checkpoint(cfg.checkpoint)
+        tags = load_checkpoint(cfg.checkpoint).language_tags
     except CheckpointError as e:
         raise BenchError(str(e)) from None
-    tags = ckpt.get("language_tags", {})
     if cfg.tgt_lang not in tags:
         raise BenchError(f"{cfg.checkpoint}: the model cannot translate into {cfg.tgt_lang!r} "
                          f"(its target languages: {', '.join(tags)})")
-    del ckpt
+
+
+def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
+    """Run everything; write results.json/.md/.png; return the results and the output directory."""
+    from mtkit.runtime.data_dir import default_data_dir
+
+    from . import report
+
+    cfg.checkpoint = Path(cfg.checkpoint)
+    check_config(cfg)
     data_dir = Path(cfg.data_dir) if cfg.data_dir else default_data_dir()       # None: load_dataset says what to do
     datasets = [load_dataset(data_dir, name, cfg.src_lang, cfg.tgt_lang, cfg.limit) for name in cfg.datasets]
 
@@ -450,54 +156,22 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
     work.mkdir(parents=True, exist_ok=True)
 
     chosen, skip, gpu = select_engines(cfg)
-    runnable = [e for e in chosen if e.name not in skip]
-    artifacts, more_skips = prepare(cfg, runnable, work, log)
+    try:
+        artifacts, more_skips = prepare(cfg, [e for e in chosen if e.name not in skip], work, log)
+    except ArtifactError as e:
+        raise BenchError(str(e)) from None
     skip.update(more_skips)
-
-    engines: dict[str, dict] = {}
-    outputs: dict[str, dict] = {}
-    cold_text = datasets[0]["sources"][0]
-    cold_commands: dict[str, list[str]] = {}
     for spec in chosen:
         if spec.name in skip:
             log(f"{spec.name}: skipped ({skip[spec.name]})")
     measured = run_rounds([s for s in chosen if s.name not in skip], artifacts, datasets, cfg, work, log)
+    engines, outputs = {}, {}
     for spec in chosen:
-        entry = {"label": spec.label, "kind": spec.kind, "device": spec.device, "precision": spec.precision,
-                 "reference": spec.reference}
-        engines[spec.name] = entry
-        if spec.name in skip:
-            entry.update(status="skipped", note=skip[spec.name])
-            continue
-        raw = measured[spec.name]
-        if "error" in raw:
-            entry.update(status="failed", note=raw["error"])
-            continue
-        size, counted = model_size(spec, artifacts)
-        entry.update(status="ok", impl=raw.get("impl", ""), load_s=raw["load_s"],
-                     peak_rss_mb=raw["peak_rss_kb"] / 1024, ru_maxrss_mb=raw["ru_maxrss_kb"] / 1024,
-                     imported_torch=raw["imported_torch"],
-                     model_size_mb=size / 2**20, model_size_counted=counted,
-                     datasets={d["name"]: summarize_dataset(raw["datasets"][d["name"]], d["refs"]) for d in datasets})
-        outputs[spec.name] = {}
-        for d in datasets:
-            r = raw["datasets"][d["name"]]
-            outputs[spec.name][d["name"]] = {"greedy": r["greedy_outputs"], "beam": r["beam_outputs"]}
-            out_txt = work / "outputs"
-            out_txt.mkdir(exist_ok=True)
-            for mode in ("greedy", "beam"):
-                (out_txt / f"{spec.name}.{d['name']}.{mode}.txt").write_text(
-                    "\n".join(r[f"{mode}_outputs"]) + "\n", encoding="utf-8")
-        cmd = cold_start_command(spec, artifacts, cfg, cold_text)
-        if cmd:
-            cold_commands[spec.name] = cmd
-        else:
-            entry["cold_start"] = {"note": "not measured for the PyTorch reference"}
-    if cold_commands:
-        log(f"cold starts: {len(cold_commands)} engines x {cfg.cold_reps} fresh processes, in rounds")
-        for name, result in cold_starts(cold_commands, cfg).items():
-            engines[name]["cold_start"] = result
-    add_ratios(engines, outputs)
+        engines[spec.name] = engine_entry(spec, skip.get(spec.name), measured.get(spec.name), artifacts, datasets)
+        if engines[spec.name]["status"] == "ok":
+            outputs[spec.name] = save_outputs(spec, measured[spec.name], datasets, work / "outputs")
+    measure_cold_starts(chosen, engines, artifacts, cfg, datasets[0]["sources"][0], log)
+    report.add_ratios(engines, outputs)
 
     results = {
         "schema_version": SCHEMA_VERSION,
@@ -514,3 +188,53 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
     }
     report.write_all(results, out_dir)
     return results, out_dir
+
+
+def engine_entry(spec: EngineSpec, skipped: str | None, raw: dict | None, artifacts: dict,
+                 datasets: list[dict]) -> dict:
+    """An engine's section of results.json: skipped or failed with why, or its figures."""
+    from . import report
+
+    entry = {"label": spec.label, "kind": spec.kind, "device": spec.device, "precision": spec.precision,
+             "reference": spec.reference}
+    if skipped:
+        return entry | {"status": "skipped", "note": skipped}
+    if "error" in raw:
+        return entry | {"status": "failed", "note": raw["error"]}
+    size, counted = model_size(spec, artifacts)
+    return entry | dict(status="ok", impl=raw.get("impl", ""), load_s=raw["load_s"],
+                        peak_rss_mb=raw["peak_rss_kb"] / 1024, ru_maxrss_mb=raw["ru_maxrss_kb"] / 1024,
+                        imported_torch=raw["imported_torch"], model_size_mb=size / 2**20, model_size_counted=counted,
+                        datasets={d["name"]: report.summarize_dataset(raw["datasets"][d["name"]], d["refs"])
+                                  for d in datasets})
+
+
+def save_outputs(spec: EngineSpec, raw: dict, datasets: list[dict], out_txt: Path) -> dict:
+    """An engine's greedy and beam outputs per test set, also written as text files."""
+    out_txt.mkdir(exist_ok=True)
+    outputs = {}
+    for d in datasets:
+        r = raw["datasets"][d["name"]]
+        outputs[d["name"]] = {"greedy": r["greedy_outputs"], "beam": r["beam_outputs"]}
+        for mode in ("greedy", "beam"):
+            (out_txt / f"{spec.name}.{d['name']}.{mode}.txt").write_text(
+                "\n".join(r[f"{mode}_outputs"]) + "\n", encoding="utf-8")
+    return outputs
+
+
+def measure_cold_starts(chosen: list[EngineSpec], engines: dict, artifacts: dict, cfg: BenchConfig, text: str,
+                        log) -> None:
+    """Each measured engine's cold start, into its entry (the PyTorch reference has none)."""
+    commands = {}
+    for spec in chosen:
+        if engines[spec.name]["status"] != "ok":
+            continue
+        cmd = cold_start_command(spec, artifacts, cfg, text)
+        if cmd:
+            commands[spec.name] = cmd
+        else:
+            engines[spec.name]["cold_start"] = {"note": "not measured for the PyTorch reference"}
+    if commands:
+        log(f"cold starts: {len(commands)} engines x {cfg.cold_reps} fresh processes, in rounds")
+        for name, result in cold_starts(commands, cfg).items():
+            engines[name]["cold_start"] = result

@@ -43,9 +43,9 @@ ACTIVATIONS = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activati
 
 
 class MtkitConverter(Converter):
-    """`ctranslate2.converters.Converter` for an mtkit checkpoint (the dict `load_checkpoint` returns)."""
+    """`ctranslate2.converters.Converter` for an mtkit `Checkpoint` (train/checkpoint.py)."""
 
-    def __init__(self, checkpoint: dict, tokenizer_path: Path, info_path: Path | None = None,
+    def __init__(self, checkpoint, tokenizer_path: Path, info_path: Path | None = None,
                  use_our_positions: bool = True):
         self.ckpt = checkpoint
         self.tokenizer_path = Path(tokenizer_path)
@@ -53,12 +53,12 @@ class MtkitConverter(Converter):
         self.use_our_positions = use_our_positions  # False only to show that CT2's own table differs
 
     def _load(self) -> transformer_spec.TransformerSpec:
-        from mtkit.train.model import ModelConfig, sinusoidal_table   # torch: conversion only
+        from mtkit.train.model import sinusoidal_table   # torch: conversion only
 
-        cfg = ModelConfig(**self.ckpt["model_config"])
+        cfg = self.ckpt.model_config
         if cfg.activation not in ACTIVATIONS:
             raise NotImplementedError(f"activation {cfg.activation!r} has no CTranslate2 equivalent")
-        weights = {k: v.detach().float().cpu().numpy() for k, v in self.ckpt["model"].items()}
+        weights = {k: v.detach().float().cpu().numpy() for k, v in self.ckpt.model.items()}
 
         spec = transformer_spec.TransformerSpec.from_config(
             (cfg.encoder_layers, cfg.decoder_layers), cfg.n_heads, pre_norm=cfg.pre_norm,
@@ -138,8 +138,8 @@ def pieces(tokenizer_path: Path) -> list[str]:
     return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
 
 
-def convert(ckpt: dict, output_dir: Path, quantization: str | None = None, use_our_positions: bool = True) -> Path:
-    """Write a CTranslate2 model directory for a loaded checkpoint, replacing any previous one.
+def convert(ckpt, output_dir: Path, quantization: str | None = None, use_our_positions: bool = True) -> Path:
+    """Write a CTranslate2 model directory for a loaded `Checkpoint`, replacing any previous one.
     `quantization` is CT2's weight type ("int8", "float32", ...; None keeps fp32). An int8 model
     can also be had from an fp32 directory at load time with compute_type="int8"."""
     output_dir = Path(output_dir)
@@ -148,10 +148,10 @@ def convert(ckpt: dict, output_dir: Path, quantization: str | None = None, use_o
     work.mkdir(parents=True)
     try:
         tokenizer = work / "source.model"
-        tokenizer.write_bytes(ckpt["tokenizer_model"])
+        tokenizer.write_bytes(ckpt.tokenizer_model)
         info = work / "info.json"
-        info.write_text(json.dumps({"max_positions": int(ckpt["model_config"]["max_positions"]),
-                                    "language_tags": dict(ckpt.get("language_tags", {})),
+        info.write_text(json.dumps({"max_positions": ckpt.model_config.max_positions,
+                                    "language_tags": dict(ckpt.language_tags),
                                     "quantization": quantization or "float32"}, indent=2) + "\n", encoding="utf-8")
         converted = work / "model"
         MtkitConverter(ckpt, tokenizer, info, use_our_positions).convert(str(converted), quantization=quantization,

@@ -59,38 +59,30 @@ def decode_options(beam_size: int, max_positions: int):
 ONE_BATCH = {"max_tokens": 1 << 30, "max_sentences": 1 << 20}
 
 
-class TorchEngine:
-    """train/reference.TorchBackend (with or without its KV cache) under the shared numpy search."""
+class RuntimeEngine:
+    """A `mtkit.runtime.Translator` (sentence splitting off: one line, one sentence)."""
 
-    def __init__(self, spec: EngineSpec, artifacts: dict, threads: int):
-        import sentencepiece as spm
-        import torch
-
-        from mtkit.train.checkpoint import load_model
-        from mtkit.train.reference import TorchBackend
-
-        torch.set_num_threads(threads)
-        ckpt, model = load_model(artifacts["checkpoint"])
-        model.to(spec.device)
-        self.sp = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
-        self.tags = dict(ckpt["language_tags"])
-        self.max_positions = model.cfg.max_positions
-        self.backend = TorchBackend(model, spec.device, use_cache=spec.use_cache)
-        self.device = spec.device
-        del ckpt
+    translator = None
 
     def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
-        from mtkit.runtime.batching import decode_all
-        from mtkit.runtime.vocab import source_ids
-
-        sources = [source_ids(ids, self.tags[to], self.max_positions) for ids in self.sp.encode(texts)]
-        results = decode_all(self.backend, sources, decode_options(beam_size, self.max_positions), **ONE_BATCH)
-        best = [r.hypotheses[0].tokens if r.hypotheses else [] for r in results]
-        return [(self.sp.decode(tokens).strip(), len(tokens)) for tokens in best]   # stripped, as Translator does
+        out = self.translator.translate(texts, to, split_sentences=False, beam_size=beam_size)
+        return [(t.text, t.num_tokens) for t in out]
 
 
-class OrtEngine:
-    """Our runtime: `mtkit.runtime.Translator` on a bundle (sentence splitting off: one line, one sentence)."""
+class TorchEngine(RuntimeEngine):
+    """The checkpoint translator (train/reference.py): the PyTorch model, with or without its KV
+    cache, under the runtime's search and pre/post-processing."""
+
+    def __init__(self, spec: EngineSpec, artifacts: dict, threads: int):
+        from mtkit.train.reference import checkpoint_translator
+
+        self.translator = checkpoint_translator(artifacts["checkpoint"], spec.device, threads, spec.use_cache,
+                                                max_batch_tokens=ONE_BATCH["max_tokens"],
+                                                max_batch_sentences=ONE_BATCH["max_sentences"])
+
+
+class OrtEngine(RuntimeEngine):
+    """Our runtime: `mtkit.runtime.Translator` on a bundle."""
 
     def __init__(self, spec: EngineSpec, artifacts: dict, threads: int):
         from mtkit.runtime.translator import Translator
@@ -114,10 +106,6 @@ class OrtEngine:
             finally:
                 self.graph_seconds += time.perf_counter() - start
         return timed
-
-    def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
-        out = self.translator.translate(texts, to, split_sentences=False, beam_size=beam_size)
-        return [(t.text, t.num_tokens) for t in out]
 
 
 class Ct2Engine:

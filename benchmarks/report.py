@@ -1,11 +1,55 @@
-"""Writing a benchmark's results: results.json (everything), results.md (tables), results.png (bars)."""
+"""A benchmark's report: the figures of each engine (latency, throughput, BLEU, ratios against the
+CTranslate2 engine of the same device and precision), written as results.json (everything),
+results.md (tables) and results.png (bars)."""
 
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
+import numpy as np
+
+from .engines import ENGINES
+
 JSON_FILE, MARKDOWN_FILE, PNG_FILE = "results.json", "results.md", "results.png"
+
+
+def summarize_dataset(raw: dict, refs: list[str]) -> dict:
+    import sacrebleu
+
+    latency_ms = np.asarray(raw["latency_s"]) * 1000.0
+    runs = raw["throughput_runs"]
+    graph = [r["graph_seconds"] / r["seconds"] for r in runs if "graph_seconds" in r]
+    return {
+        # Share of beam time inside the ONNX graphs (ORT engines): the rest is the Python search loop.
+        "graph_time_share": statistics.median(graph) if graph else None,
+        "latency_ms": {"p50": float(np.percentile(latency_ms, 50)), "p95": float(np.percentile(latency_ms, 95)),
+                       "mean": float(latency_ms.mean()), "samples": int(latency_ms.size)},
+        "throughput_tokens_per_s": statistics.median(r["tokens_per_s"] for r in runs),
+        "throughput_sentences_per_s": statistics.median(r["sentences"] / r["seconds"] for r in runs),
+        "throughput_runs": runs,
+        "bleu_greedy": sacrebleu.corpus_bleu(raw["greedy_outputs"], [refs]).score,
+        "bleu_beam": sacrebleu.corpus_bleu(raw["beam_outputs"], [refs]).score,
+    }
+
+
+def add_ratios(engines: dict, outputs: dict) -> None:
+    """Ratios against the CT2 engine of the same device and precision, from this same run."""
+    for name, entry in engines.items():
+        ref_name = ENGINES[name].reference
+        ref = engines.get(ref_name)
+        if entry["status"] != "ok" or not ref or ref["status"] != "ok":
+            continue
+        entry["ratios"] = {"reference": ref_name}
+        for ds, figures in entry["datasets"].items():
+            theirs = ref["datasets"][ds]
+            same = [a == b for a, b in zip(outputs[name][ds]["greedy"], outputs[ref_name][ds]["greedy"])]
+            entry["ratios"][ds] = {
+                "latency_p50": figures["latency_ms"]["p50"] / theirs["latency_ms"]["p50"],
+                "throughput": figures["throughput_tokens_per_s"] / theirs["throughput_tokens_per_s"],
+                "same_greedy_output": sum(same) / len(same),
+            }
 
 
 def write_all(results: dict, out_dir: Path) -> dict[str, Path]:

@@ -3,7 +3,7 @@
 A fresh process per engine makes peak RSS (VmHWM, see `peak_rss_kb`) that engine's alone and keeps one engine's
 thread pools and allocator state away from the next. The job file says which engine, which
 artifacts, the sentences and the settings; the result file gets the timings, the outputs and the
-peak RSS. `bench.py` writes the job and reads the result.
+peak RSS. `runner.py` writes the job and reads the result.
 """
 
 from __future__ import annotations

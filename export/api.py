@@ -164,7 +164,7 @@ def _summary(report: dict) -> dict:
 
 def _run_parity(model, sp, ckpt, data: parity.ParitySet, staging, config, progress) -> dict:
     progress(f"parity: PyTorch reference on {len(data.sources)} sentences ({data.origin})")
-    checker = parity.ParityChecker(model, sp, data, ckpt["language_tags"][data.target_lang])
+    checker = parity.ParityChecker(model, sp, data, ckpt.language_tags[data.target_lang])
     report = {"sentences": len(data.sources), "source": data.origin, "target_lang": data.target_lang,
               "references": data.references is not None, "tolerance_fp32": parity.FP32_TOLERANCE,
               "beam_size": parity.BEAM, "pytorch_bleu": checker.torch_bleu, "variants": {}}

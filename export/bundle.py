@@ -22,23 +22,23 @@ import torch
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.checksums import file_sha256
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from mtkit.train.model import ModelConfig
+from mtkit.train.checkpoint import Checkpoint
 
 
 class ExportError(Exception):
     """The export cannot go on; the message says why (and names the file)."""
 
 
-def write_tokenizer(ckpt: dict, out_dir: Path) -> Path:
+def write_tokenizer(ckpt: Checkpoint, out_dir: Path) -> Path:
     """tokenizer.model from the checkpoint's serialized SentencePiece bytes, checked to load."""
     path = Path(out_dir) / bf.TOKENIZER_FILE
-    path.write_bytes(ckpt["tokenizer_model"])
+    path.write_bytes(ckpt.tokenizer_model)
     sp = spm.SentencePieceProcessor(model_file=str(path))
     ids = (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id())
     if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
         raise ExportError(f"tokenizer in the checkpoint has special ids {ids}, expected {(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}")
-    if sp.vocab_size() != ckpt["model_config"]["vocab_size"]:
-        raise ExportError(f"tokenizer has {sp.vocab_size()} pieces but the model {ckpt['model_config']['vocab_size']}")
+    if sp.vocab_size() != ckpt.vocab_size:
+        raise ExportError(f"tokenizer has {sp.vocab_size()} pieces but the model {ckpt.vocab_size}")
     return path
 
 
@@ -51,10 +51,10 @@ def check_graph(path: Path) -> None:
         raise ExportError(f"{path.name}: invalid graph ({type(e).__name__}: {str(e).splitlines()[0][:300]})") from None
 
 
-def checkpoint_scores(ckpt: dict, path: Path) -> dict:
+def checkpoint_scores(ckpt: Checkpoint, path: Path) -> dict:
     """Training scores known for this checkpoint: its progress record and the run's summary.json."""
-    progress = ckpt.get("progress", {})
-    scores = {"step": progress.get("step"), "epoch": progress.get("epoch"), "best_dev_bleu": progress.get("best", [])}
+    progress = ckpt.progress
+    scores = {"step": progress.step, "epoch": progress.epoch, "best_dev_bleu": [list(b) for b in progress.best]}
     summary = Path(path).parent / "summary.json"
     if summary.is_file():
         try:
@@ -67,22 +67,16 @@ def checkpoint_scores(ckpt: dict, path: Path) -> dict:
     return scores
 
 
-def build_config(ckpt: dict, checkpoint: Path, variants: dict, parity: dict, opset: int) -> bf.BundleConfig:
-    mc = ckpt["model_config"]
-    cfg = ModelConfig(**mc)
-    return bf.BundleConfig(
-        vocab_size=cfg.vocab_size, d_model=cfg.d_model, n_heads=cfg.n_heads, head_dim=cfg.head_dim,
-        encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers, max_positions=cfg.max_positions,
-        special_ids={"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
-        language_tags={k: int(v) for k, v in ckpt["language_tags"].items()},
-        directions=[list(d) for d in ckpt.get("directions", [])],
+def build_config(ckpt: Checkpoint, checkpoint: Path, variants: dict, parity: dict, opset: int) -> bf.BundleConfig:
+    cfg = ckpt.model_config
+    return ckpt.bundle_config(
         variants=variants,
         tensors=bf.tensor_names(cfg.decoder_layers, search_head=True),
         provenance={
             "checkpoint": str(Path(checkpoint).resolve()),
             "checkpoint_sha256": file_sha256(checkpoint),
-            "model_config": mc,
-            "run_config": ckpt.get("run_config", {}),
+            "model_config": cfg.to_dict(),
+            "run_config": ckpt.run_config,
             "scores": checkpoint_scores(ckpt, checkpoint),
             "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "exporter": {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": ort.__version__,

@@ -31,6 +31,7 @@ from mtkit.runtime.batching import decode_all, pad_batch
 from mtkit.runtime.onnx_backend import OnnxBackend
 from mtkit.runtime.search import DecodeOptions
 from mtkit.runtime.vocab import BOS_ID, source_ids
+from mtkit.train.checkpoint import Checkpoint
 from mtkit.train.config import RunConfig
 from mtkit.train.data import DataError, read_lines
 from mtkit.train.model import Transformer
@@ -62,23 +63,22 @@ class ParitySet:
     origin: str                      # where the sentences came from, for the report
 
 
-def default_target(ckpt: dict, run: RunConfig | None) -> str:
+def default_target(ckpt: Checkpoint, run: RunConfig | None) -> str:
     """The target language of the run's first dev corpus, else of the first training direction."""
     if run is not None and run.data.dev:
         return run.data.dev[0].tgt
-    directions = ckpt.get("directions") or []
-    if directions:
-        return directions[0][1]
-    return sorted(ckpt["language_tags"])[0]
+    if ckpt.directions:
+        return ckpt.directions[0].tgt
+    return sorted(ckpt.language_tags)[0]
 
 
-def load_parity_set(ckpt: dict, checkpoint: Path, parity_data: Path | None, target_lang: str | None,
+def load_parity_set(ckpt: Checkpoint, checkpoint: Path, parity_data: Path | None, target_lang: str | None,
                     limit: int = MAX_SENTENCES) -> ParitySet:
     """`parity_data` (one source per line, or TSV source<TAB>reference) or else the checkpoint's dev set.
     Unusable data is an ExportError (bad input), not a ParityError (a wrong graph)."""
     run = None
     try:
-        raw = ckpt.get("run_config") or None
+        raw = ckpt.run_config or None
         # The config file's path anchors a relative data_dir (MT_DATA_DIR overrides it).
         run = RunConfig.from_dict(raw, Path(raw["path"]) if raw.get("path") else None) if raw else None
     except (DataError, KeyError, TypeError) as e:
@@ -86,8 +86,8 @@ def load_parity_set(ckpt: dict, checkpoint: Path, parity_data: Path | None, targ
             raise ExportError(f"{checkpoint}: cannot read its run config for the dev set ({e}); "
                               f"pass --parity-data FILE") from None
     lang = target_lang or default_target(ckpt, run)
-    if lang not in ckpt["language_tags"]:
-        raise ExportError(f"target language {lang!r} has no tag in this model (tags: {sorted(ckpt['language_tags'])})")
+    if lang not in ckpt.language_tags:
+        raise ExportError(f"target language {lang!r} has no tag in this model (tags: {sorted(ckpt.language_tags)})")
     if parity_data is not None:
         try:
             lines = [line for line in read_lines(parity_data) if line.strip()]

@@ -14,23 +14,21 @@ from pathlib import Path
 
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime import checksums
-from mtkit.train.checkpoint import load_checkpoint, save_checkpoint
+from mtkit.train.checkpoint import load_checkpoint
 
 from .api import BundleReport, export_bundle
 
 SHIPPED_CHECKPOINT = "checkpoint.fp16.pt"
-RESUME_ONLY_KEYS = ("optimizer", "scheduler", "rng", "format", "version")
 
 
 def half_precision_checkpoint(source: Path, dest: Path) -> None:
     """The weights in fp16 with everything export needs; no optimizer or RNG state."""
     ckpt = load_checkpoint(source)
-    payload = {k: v for k, v in ckpt.items() if k not in RESUME_ONLY_KEYS}
     halves = {}  # tied weights (embeddings, output layer) share one tensor: keep it shared
-    payload["model"] = {k: halves.setdefault(v.data_ptr(), v.half() if v.is_floating_point() else v)
-                        for k, v in ckpt["model"].items()}
-    payload["shipped_from"] = str(source)
-    save_checkpoint(payload, dest)
+    ckpt.model = {k: halves.setdefault(v.data_ptr(), v.half() if v.is_floating_point() else v)
+                  for k, v in ckpt.model.items()}
+    ckpt.resume, ckpt.shipped_from = None, str(source)
+    ckpt.save(dest)
 
 
 def ship_bundle(checkpoint: Path, out: Path, force: bool = False, **export_options) -> BundleReport:

@@ -166,7 +166,7 @@ def unpack_archive(archive: Path) -> Path:
     return find_bundle(target, archive)
 
 
-def available_variants(directory: Path, config: BundleConfig) -> list[str]:
+def available_variants(config: BundleConfig) -> list[str]:
     """Variants listed in config.json, in `bf.VARIANTS` order."""
     return [v for v in bf.VARIANTS if v in config.variants]
 
@@ -175,7 +175,7 @@ def variant_files(directory: Path, config: BundleConfig, variant: str) -> tuple[
     """(encoder, decoder) paths of a variant, each present and of its recorded size."""
     if variant not in config.variants:
         raise BundleError(f"{directory / bf.CONFIG_FILE}: no {variant!r} variant in this bundle "
-                          f"(it has: {', '.join(available_variants(directory, config)) or 'none'})")
+                          f"(it has: {', '.join(available_variants(config)) or 'none'})")
     names = bf.variant_graphs(variant, config.variants[variant])
     for name in names:
         if not (directory / name).is_file():

@@ -82,7 +82,7 @@ def list_models() -> None:
         try:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
-            about = [directions(config), ",".join(bundle.available_variants(directory, config))]
+            about = [directions(config), ",".join(bundle.available_variants(config))]
         except BundleError as e:
             directory, about = path, ["unreadable", "-"]
             unreadable.append(f"{name}: {e}")
@@ -113,7 +113,7 @@ def info(model: str) -> None:
     default, _ = default_model()
     source = where(directory) + (", the default model" if default and default.resolve() == directory else "")
     variants = []
-    for variant in bundle.available_variants(directory, config):
+    for variant in bundle.available_variants(config):
         names = bf.variant_graphs(variant, config.variants[variant])
         sizes = ", ".join(f"{n} {megabytes((directory / n).stat().st_size)}" for n in names
                           if (directory / n).is_file())

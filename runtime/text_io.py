@@ -1,4 +1,5 @@
-"""Line-oriented text I/O for the CLIs: strict UTF-8 with line numbers in errors, gzip by suffix,
+"""Line-oriented text I/O, the one reader of text files (the CLIs, and training through
+train/data.py): strict UTF-8 with line numbers in errors, a BOM dropped, gzip by suffix,
 and output files that appear only once complete. gzip and tempfile load when used: `mt-translate
 TEXT` needs neither, and its start-up counts."""
 

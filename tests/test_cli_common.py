@@ -114,7 +114,7 @@ def option_lines(command, runner=CliRunner()) -> dict[str, str]:
 
 def test_shared_options_read_the_same_in_every_command():
     from mtkit.runtime.cli import main as translate
-    from mtkit.runtime.eval_cli import main as evaluate
+    from mtkit.eval.cli import main as evaluate
     from mtkit.tui.cli import main as tui
 
     shared = ["--model", "--from", "--to", "--provider", "--variant", "--threads"]

@@ -26,7 +26,7 @@ from mtkit.runtime.agreement import logprobs_along, sequence_score  # noqa: E402
 from mtkit.runtime.batching import decode_all  # noqa: E402
 from mtkit.runtime.search import DecodeOptions  # noqa: E402
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, source_ids  # noqa: E402
-from mtkit.train.checkpoint import load_checkpoint  # noqa: E402
+from mtkit.train.checkpoint import Checkpoint, load_checkpoint  # noqa: E402
 from mtkit.train.model import ModelConfig, Transformer  # noqa: E402
 from mtkit.train.reference import TorchBackend  # noqa: E402
 
@@ -38,14 +38,14 @@ KNOWN = {"de": GERMAN, "en": ENGLISH}      # what the fixture model reproduces: 
 class Pair:
     """A PyTorch model and its CT2 conversion, with the shared tokenizer."""
 
-    def __init__(self, ckpt: dict, out: Path, quantization: str | None = None, **convert_options):
+    def __init__(self, ckpt: Checkpoint, out: Path, quantization: str | None = None, **convert_options):
         torch.set_num_threads(1)
-        self.cfg = ModelConfig(**ckpt["model_config"])
+        self.cfg = ckpt.model_config
         self.model = Transformer(self.cfg)
-        self.model.load_state_dict(ckpt["model"])
+        self.model.load_state_dict(ckpt.model)
         self.model.eval()
-        self.tags = ckpt["language_tags"]
-        self.sp = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
+        self.tags = ckpt.language_tags
+        self.sp = spm.SentencePieceProcessor(model_proto=ckpt.tokenizer_model)
         self.dir = convert(ckpt, out, quantization, **convert_options)
         self.ct2 = ctranslate2.Translator(str(self.dir), intra_threads=1)
 
@@ -94,15 +94,15 @@ def fixture_pair(fixture_checkpoint, tmp_path_factory) -> Pair:
     return Pair(load_checkpoint(fixture_checkpoint), tmp_path_factory.mktemp("ct2") / "fp32")
 
 
-def untrained(base: dict, seed: int = 0, **options) -> dict:
+def untrained(base: Checkpoint, seed: int = 0, **options) -> Checkpoint:
     """An untrained model with the tokenizer of `base`: random but deterministic outputs."""
     torch.manual_seed(seed)
-    cfg = ModelConfig(**{**base["model_config"], **options})
+    cfg = ModelConfig(**{**base.model_config.to_dict(), **options})
     model = Transformer(cfg)
     with torch.no_grad():
         model.lm_head.weight[EOS_ID] *= 5      # EOS wins now and then: outputs of varied lengths
-    return {"model": model.state_dict(), "model_config": cfg.to_dict(), "tokenizer_model": base["tokenizer_model"],
-            "language_tags": base["language_tags"]}
+    return Checkpoint(model=model.state_dict(), model_config=cfg, tokenizer_model=base.tokenizer_model,
+                      language_tags=base.language_tags)
 
 
 def test_source_tokens_are_our_encoder_input(fixture_pair):
@@ -189,13 +189,13 @@ def test_int8_conversion(fixture_checkpoint, fixture_pair, tmp_path):
 
 def test_tokenizer_that_does_not_fit_is_an_error(fixture_checkpoint, tmp_path):
     ckpt = load_checkpoint(fixture_checkpoint)
-    ckpt["tokenizer_model"] = spm_model_with_fewer_pieces(ckpt)
+    ckpt.tokenizer_model = spm_model_with_fewer_pieces(ckpt)
     with pytest.raises(ValueError, match="pieces but the model has"):
         convert(ckpt, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
 
 
-def spm_model_with_fewer_pieces(ckpt: dict) -> bytes:
+def spm_model_with_fewer_pieces(ckpt: Checkpoint) -> bytes:
     """A tokenizer that does not fit the model (a real SentencePiece model, trained here)."""
     import io
 

@@ -16,7 +16,7 @@ def test_reads_plain_and_gzip(tmp_path):
 
 def test_invalid_utf8_names_file_and_line(tmp_path):
     (tmp_path / "bad.de").write_bytes("gut\n".encode() + b"schlecht \xff\xfe\n")
-    with pytest.raises(DataError, match=r"bad\.de:2: invalid UTF-8"):
+    with pytest.raises(DataError, match=r"bad\.de, line 2: invalid UTF-8"):
         read_lines(tmp_path / "bad.de")
 
 
@@ -91,3 +91,12 @@ def test_max_pairs_keeps_the_same_subset_whatever_the_order(tmp_path):
     raw = tiny_run_dict(tmp_path)
     raw["data"]["train"][0]["max_pairs"] = 50
     assert len(RunConfig.from_dict(raw).load_split("train")) == 50
+
+
+def test_training_and_the_runtime_read_a_file_alike(tmp_path):
+    """One reader: a BOM and CRLF line ends are dropped for mt-train as for mt-eval and mt-bench."""
+    from mtkit.runtime import text_io
+
+    path = tmp_path / "bom.de"
+    path.write_bytes("\ufeffeins\r\nzwei\r\n".encode())
+    assert read_lines(path) == text_io.read_lines(path) == ["eins", "zwei"]

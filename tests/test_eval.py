@@ -10,7 +10,7 @@ import pytest
 import sacrebleu
 
 from conftest import ORT_THREADS
-from mtkit.runtime.eval_cli import main
+from mtkit.eval.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tatoeba"
 

@@ -38,15 +38,15 @@ def leftovers(directory: Path) -> list[str]:
 def test_bundle_files_and_config(fixture_bundle, fixture_checkpoint):
     config = BundleConfig.load(fixture_bundle)
     ckpt = load_checkpoint(fixture_checkpoint)
-    mc = ckpt["model_config"]
+    mc = ckpt.model_config.to_dict()
     assert config.schema_version == bf.SCHEMA_VERSION
     assert (config.vocab_size, config.d_model, config.n_heads, config.head_dim) == \
         (mc["vocab_size"], mc["d_model"], mc["n_heads"], mc["d_model"] // mc["n_heads"])
     assert (config.encoder_layers, config.decoder_layers, config.max_positions) == \
         (mc["encoder_layers"], mc["decoder_layers"], mc["max_positions"])
     assert config.special_ids == {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
-    assert config.language_tags == ckpt["language_tags"]
-    assert sorted(map(tuple, config.directions)) == sorted(map(tuple, ckpt["directions"]))
+    assert config.language_tags == ckpt.language_tags
+    assert sorted(map(tuple, config.directions)) == sorted(map(tuple, ckpt.directions))
     assert config.tensors == bf.tensor_names(mc["decoder_layers"], search_head=True)
     assert set(config.variants) == {"fp32", "int8"}
     for variant, entry in config.variants.items():
@@ -62,7 +62,7 @@ def test_bundle_files_and_config(fixture_bundle, fixture_checkpoint):
     assert any("attention fusion: not applicable" in o for o in config.variants["fp32"]["optimizations"]["decoder"])
     prov = config.provenance
     assert prov["checkpoint_sha256"] == file_sha256(fixture_checkpoint)
-    assert prov["run_config"] == json.loads(json.dumps(ckpt["run_config"]))
+    assert prov["run_config"] == json.loads(json.dumps(ckpt.run_config))
     assert "scores" in prov and prov["exporter"]["opset"] == 18
     assert config.parity["passed"] is True
     assert {"fp32", "int8"} <= set(config.parity)
@@ -70,7 +70,7 @@ def test_bundle_files_and_config(fixture_bundle, fixture_checkpoint):
 
 def test_tokenizer_is_the_checkpoints(fixture_bundle, fixture_checkpoint):
     ckpt = load_checkpoint(fixture_checkpoint)
-    assert (fixture_bundle / bf.TOKENIZER_FILE).read_bytes() == ckpt["tokenizer_model"]
+    assert (fixture_bundle / bf.TOKENIZER_FILE).read_bytes() == ckpt.tokenizer_model
     sp = spm.SentencePieceProcessor(model_file=str(fixture_bundle / bf.TOKENIZER_FILE))
     assert sp.vocab_size() == BundleConfig.load(fixture_bundle).vocab_size
 

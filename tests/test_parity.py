@@ -126,10 +126,10 @@ def test_checker_on_the_dev_set(fixture_checkpoint, fixture_bundle):
     ckpt, model = load_model(fixture_checkpoint)
     data = parity.load_parity_set(ckpt, fixture_checkpoint, None, None, limit=16)
     assert data.references is not None and len(data.sources) == 16
-    expected = [p.src for p in RunConfig.from_dict(ckpt["run_config"]).load_split("dev")][:16]
+    expected = [p.src for p in RunConfig.from_dict(ckpt.run_config).load_split("dev")][:16]
     assert data.sources == expected
     sp = spm.SentencePieceProcessor(model_file=str(fixture_bundle / bf.TOKENIZER_FILE))
-    checker = parity.ParityChecker(model, sp, data, ckpt["language_tags"][data.target_lang])
+    checker = parity.ParityChecker(model, sp, data, ckpt.language_tags[data.target_lang])
     config = BundleConfig.load(fixture_bundle)
     report = checker.check_variant(fixture_bundle / "encoder.onnx", fixture_bundle / "decoder.onnx", config)
     assert parity.fp32_failures(report) == []

@@ -42,15 +42,27 @@ def test_mt_translate_does_not_import_torch_sacrebleu_or_rich(fixture_bundle):
     assert not loaded, f"mt-translate imported {loaded}"
 
 
-def test_no_module_of_the_runtime_imports_torch_at_top_level():
-    """A static check too, so that an import hidden in a rarely used module is caught. Only mt-eval's
-    checkpoint branch may import torch or mtkit.train (inside a function)."""
-    for path in RUNTIME.glob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:                         # module level only
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            assert not any(n.split(".")[0] == "torch" or n.startswith("mtkit.train") for n in names), path
+def imported_modules(path: Path) -> list[str]:
+    """Every module a file imports, at any depth (inside functions too), with relative imports
+    resolved against `mtkit.<its folder>`."""
+    package = f"mtkit.{path.parent.name}"
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module) if p)
+            names += [module] + [f"{module}.{a.name}" for a in node.names]
+    return names
+
+
+def test_no_module_of_the_runtime_or_tui_imports_training_code():
+    """A static check too, so that an import hidden in a function or a rarely used module is caught:
+    nothing under runtime/ or tui/ imports torch, mtkit.train or mtkit.export, even lazily."""
+    files = [*RUNTIME.glob("*.py"), *(RUNTIME.parent / "tui").glob("*.py")]
+    assert len(files) > 20
+    for path in files:
+        for name in imported_modules(path):
+            assert not (name.split(".")[0] == "torch" or name.startswith(("mtkit.train", "mtkit.export"))), \
+                f"{path.name} imports {name}"

@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
+import pytest
+
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, language_tag, source_ids, tag_language
 from mtkit.train.config import TokenizerConfig
-from mtkit.train.data import read_lines
+from mtkit.train.data import DataError, read_lines
 from mtkit.train.tokenizer import language_tag_ids, train_tokenizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tatoeba"
@@ -27,3 +29,6 @@ def test_special_ids_and_tags_round_trip(tmp_path):
     assert sp.encode("<2en>")[-1] == tags["en"]
     # Emoji and unseen characters survive through byte fallback.
     assert sp.decode(sp.encode("Hallo 🙂 ☃")) == "Hallo 🙂 ☃"
+    # A language the tokenizer has no tag for is a clear error, not an assert (gone under python -O).
+    with pytest.raises(DataError, match="no language tag for it"):
+        language_tag_ids(sp, ["de", "it"])

@@ -14,7 +14,8 @@ import torch
 from conftest import REPO, tiny_run_dict, train_tiny
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 from mtkit.train.config import RunConfig
-from mtkit.train.trainer import Interrupted, Trainer, TrainingDiverged
+from mtkit.train.loop import Interrupted, TrainingDiverged
+from mtkit.train.trainer import Trainer
 
 
 def _trainer(out: Path, resume=False, **optim) -> Trainer:
@@ -29,7 +30,7 @@ def test_resume_gives_identical_weights(tmp_path):
     straight.train()
     first = _trainer(tmp_path / "b", max_steps=30, epochs=3)
     first.train()
-    assert load_checkpoint(tmp_path / "b/checkpoints/last.pt")["progress"]["step"] == 30
+    assert load_checkpoint(tmp_path / "b/checkpoints/last.pt").progress.step == 30
     resumed = _trainer(tmp_path / "b", resume=True, max_steps=70, epochs=3)
     assert resumed.state.step == 30
     resumed.train()
@@ -69,11 +70,11 @@ def test_outputs_of_a_finished_run(tmp_path):
     out = tmp_path
     ckpt = load_checkpoint(out / "final.pt")
     # A checkpoint records its config, tokenizer path and vocabulary.
-    assert ckpt["run_config"]["model"]["d_model"] == 64
-    assert Path(ckpt["tokenizer_path"]).name == "tokenizer.model"
-    assert ckpt["vocab_size"] == 600 and len(ckpt["tokenizer_model"]) > 1000
-    assert set(ckpt["language_tags"]) == {"de", "en"}
-    assert sorted(map(tuple, ckpt["directions"])) == [("de", "en"), ("en", "de")]
+    assert ckpt.run_config["model"]["d_model"] == 64
+    assert Path(ckpt.tokenizer_path).name == "tokenizer.model"
+    assert ckpt.vocab_size == 600 and len(ckpt.tokenizer_model) > 1000
+    assert set(ckpt.language_tags) == {"de", "en"}
+    assert sorted(map(tuple, ckpt.directions)) == [("de", "en"), ("en", "de")]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     dev = [r for r in records if r["type"] == "dev"]
     assert [r["epoch"] for r in dev] == [1, 2, 3, 4]
@@ -84,6 +85,23 @@ def test_outputs_of_a_finished_run(tmp_path):
     assert summary["final_checkpoint"].endswith("final.pt")
     # best-k pruning: keep_best=1 plus the last 2 for averaging
     assert len(list((out / "checkpoints").glob("epoch*.pt"))) <= 3
+
+
+@pytest.mark.parametrize("path", ["tests/fixtures/model/checkpoint.pt", "models/de-en/checkpoint.fp16.pt"])
+def test_a_checkpoint_reads_and_writes_back_the_same_file_layout(tmp_path, path):
+    """The typed Checkpoint keeps the version-1 layout: the committed checkpoints (the trainer's
+    final.pt, and the shipped fp16 one with its `shipped_from`) load and save back key for key."""
+    original = torch.load(REPO / path, weights_only=True)
+    ckpt = load_checkpoint(REPO / path)
+    assert ckpt.progress.step == original["progress"]["step"] and ckpt.progress.best[0].epoch > 0
+    ckpt.save(tmp_path / "again.pt")
+    again = torch.load(tmp_path / "again.pt", weights_only=True)
+    assert set(again) == set(original)
+    for key, value in original.items():
+        if key == "model":
+            assert all(torch.equal(value[k], again["model"][k]) for k in value)
+        else:
+            assert again[key] == value, key
 
 
 def test_corrupt_and_foreign_checkpoints(tmp_path, fixture_checkpoint):
@@ -122,14 +140,12 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
 
 
 def test_dev_bleu_decoding_is_capped_by_the_models_positions(fixture_checkpoint, monkeypatch):
-    """The dev BLEU's search gets the model's positions (64) as its cap, as the runtime's does; a larger
-    max_length is cut to it (DecodeOptions' own default is None: the model decides)."""
-    import sentencepiece as spm
-
+    """The dev BLEU's search (the checkpoint translator, train/reference.py) gets the model's positions (64)
+    as its cap, as the runtime's does; a larger max_length is cut to it (DecodeOptions' own default is
+    None: the model decides)."""
+    from mtkit.runtime import translator
     from mtkit.runtime.decode_options import DecodeOptions
-    from mtkit.runtime.vocab import source_ids
-    from mtkit.train import trainer
-    from mtkit.train.checkpoint import load_model
+    from mtkit.train.reference import checkpoint_translator
 
     searched = []
 
@@ -137,37 +153,36 @@ def test_dev_bleu_decoding_is_capped_by_the_models_positions(fixture_checkpoint,
         searched.append(opts)
         return real_decode_all(backend, sources, opts, *args, **kwargs)
 
-    real_decode_all = trainer.decode_all
-    monkeypatch.setattr(trainer, "decode_all", decode_all)
-    ckpt, model = load_model(fixture_checkpoint)
-    sp = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
-    source = source_ids(sp.encode("Tom nickt."), ckpt["language_tags"]["en"], 64)
+    real_decode_all = translator.decode_all
+    monkeypatch.setattr(translator, "decode_all", decode_all)
+    pytorch = checkpoint_translator(fixture_checkpoint)
+    model = pytorch.backend.model
     for given in (None, 512):
-        trainer.translate_encoded(model, sp, [source], DecodeOptions(beam_size=1, max_length=given))
+        pytorch.translate(["Tom nickt."], "en", DecodeOptions(beam_size=1, max_length=given), split_sentences=False)
     assert model.cfg.max_positions == 64 and [o.max_length for o in searched] == [64, 64]
 
 
 def test_warm_start_from_a_half_precision_checkpoint(tmp_path, fixture_checkpoint):
     """--init-from: the weights and tokenizer of another run (here stored in fp16, as models/ ships them),
     a fresh optimizer, the LR schedule continued from its step with a short ramp; a mismatch is refused."""
-    from mtkit.train.trainer import REWARM_STEPS
+    from mtkit.train.state import REWARM_STEPS
 
     ckpt = load_checkpoint(fixture_checkpoint)
-    ckpt["model"] = {k: v.half() if v.is_floating_point() else v for k, v in ckpt["model"].items()}
-    torch.save(ckpt, tmp_path / "fp16.pt")
+    ckpt.model = {k: v.half() if v.is_floating_point() else v for k, v in ckpt.model.items()}
+    ckpt.save(tmp_path / "fp16.pt")
 
     def same_shape(out: Path, **optim) -> dict:
         """The tiny run, with the checkpoint's model shape and room for one more epoch after its last."""
-        raw = tiny_run_dict(out, epochs=ckpt["progress"]["epoch"] + 1, **optim)
-        return raw | {"model": dict(ckpt["run_config"]["model"])}
+        raw = tiny_run_dict(out, epochs=ckpt.progress.epoch + 1, **optim)
+        return raw | {"model": dict(ckpt.run_config["model"])}
 
-    trainer = Trainer(RunConfig.from_dict(same_shape(tmp_path / "warm", max_steps=ckpt["progress"]["step"] + 5)))
+    trainer = Trainer(RunConfig.from_dict(same_shape(tmp_path / "warm", max_steps=ckpt.progress.step + 5)))
     trainer.prepare(resume=False, init_from=tmp_path / "fp16.pt")
-    assert (tmp_path / "warm" / "tokenizer.model").read_bytes() == ckpt["tokenizer_model"]
+    assert (tmp_path / "warm" / "tokenizer.model").read_bytes() == ckpt.tokenizer_model
     for name, value in trainer.model.state_dict().items():
-        assert value.dtype == torch.float32 and torch.equal(value, ckpt["model"][name].float()), name
+        assert value.dtype == torch.float32 and torch.equal(value, ckpt.model[name].float()), name
     start = trainer.state.step
-    assert start == ckpt["progress"]["step"] > 0 and not trainer.optimizer.state
+    assert start == ckpt.progress.step > 0 and not trainer.optimizer.state
     peak = trainer.optimizer.param_groups[0]["initial_lr"]
     assert trainer.optimizer.param_groups[0]["lr"] < peak / REWARM_STEPS * 1.01  # ramping up again
     trained_loss = trainer.dev_loss()
@@ -208,5 +223,5 @@ def test_torchrun_ddp_two_processes(tmp_path):
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-2000:]
     ckpt = load_checkpoint(tmp_path / "run/final.pt")
-    single_epoch_batches = ckpt["progress"]["step"]
-    assert ckpt["progress"]["epoch"] == 1 and single_epoch_batches > 0
+    single_epoch_batches = ckpt.progress.step
+    assert ckpt.progress.epoch == 1 and single_epoch_batches > 0

@@ -1,61 +1,150 @@
-"""Checkpoint files: written atomically, self-describing, and loadable without unpickling code.
+"""Checkpoint files: the one place that writes and reads them.
 
-A checkpoint records the run config, the model config, the tokenizer (path and the serialized
-SentencePiece model, so export needs nothing else) and, for resuming, the optimizer, scheduler,
-RNG states and data position.
+A `Checkpoint` holds the model (weights and `ModelConfig`), the run config, the tokenizer (path and
+the serialized SentencePiece model, so export needs nothing else), the language tags and trained
+directions, the training progress and, in `last.pt` only, what `--resume` needs (`ResumeState`).
+On disk it is a plain dict of tensors and Python values (loadable with `weights_only=True`, no
+unpickling of code), written atomically. `VERSION` names that layout; another version is refused.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
+from .model import ModelConfig, Transformer
+from .state import TrainingProgress
+
 FORMAT = "mtkit-checkpoint"
 VERSION = 1
+REQUIRED = ("model", "model_config", "tokenizer_model", "language_tags")
 
 
 class CheckpointError(Exception):
     """A missing, corrupt or incompatible checkpoint; the message names the file."""
 
 
-def save_checkpoint(payload: dict, path: Path) -> None:
-    """Write to a temporary file in the same directory, then rename: a crash never leaves a half file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save({"format": FORMAT, "version": VERSION, **payload}, tmp)
-    os.replace(tmp, path)
+class Direction(NamedTuple):
+    """A trained translation direction (stored as a plain (src, tgt) tuple)."""
+    src: str
+    tgt: str
 
 
-def load_checkpoint(path: Path, map_location="cpu") -> dict:
+@dataclass
+class ResumeState:
+    """What only `--resume` needs: optimizer, scheduler and RNG states."""
+    optimizer: dict
+    scheduler: dict
+    rng: dict          # torch, cuda, python, python_pos
+
+
+@dataclass
+class Checkpoint:
+    model: dict                                     # the state dict
+    model_config: ModelConfig
+    tokenizer_model: bytes                          # serialized SentencePiece model
+    language_tags: dict[str, int]
+    directions: list[Direction] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+    run_config: dict = field(default_factory=dict)  # RunConfig.to_dict(); empty when unknown
+    tokenizer_path: str = ""
+    progress: TrainingProgress = field(default_factory=TrainingProgress)
+    resume: ResumeState | None = None
+    averaged_from: list[str] | None = None          # averaged.pt: the epoch checkpoints averaged
+    shipped_from: str | None = None                 # models/*/checkpoint.fp16.pt: the checkpoint it was cut from
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model_config.vocab_size
+
+    def to_dict(self) -> dict:
+        """The on-disk layout (version 1)."""
+        raw = {"format": FORMAT, "version": VERSION, "model": self.model, "model_config": self.model_config.to_dict(),
+               "run_config": self.run_config, "tokenizer_path": self.tokenizer_path,
+               "tokenizer_model": self.tokenizer_model, "vocab_size": self.vocab_size,
+               "language_tags": dict(self.language_tags), "languages": list(self.languages),
+               "directions": [tuple(d) for d in self.directions], "progress": self.progress.to_dict()}
+        if self.resume is not None:
+            raw |= {"optimizer": self.resume.optimizer, "scheduler": self.resume.scheduler, "rng": self.resume.rng}
+        if self.averaged_from is not None:
+            raw["averaged_from"] = self.averaged_from
+        if self.shipped_from is not None:
+            raw["shipped_from"] = self.shipped_from
+        return raw
+
+    @classmethod
+    def from_dict(cls, raw: dict, path: Path) -> Checkpoint:
+        missing = [k for k in REQUIRED if k not in raw]
+        if missing:
+            raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}; cannot use it as a model")
+        try:
+            model_config = ModelConfig(**raw["model_config"])
+            progress = TrainingProgress.from_dict(raw.get("progress", {}))
+        except (TypeError, AssertionError) as e:
+            raise CheckpointError(f"{path}: unreadable config ({type(e).__name__}: {e})") from None
+        resume = ResumeState(raw["optimizer"], raw["scheduler"], raw["rng"]) if "optimizer" in raw else None
+        return cls(model=raw["model"], model_config=model_config, tokenizer_model=raw["tokenizer_model"],
+                   language_tags={k: int(v) for k, v in raw["language_tags"].items()},
+                   directions=[Direction(str(a), str(b)) for a, b in raw.get("directions", [])],
+                   languages=list(raw.get("languages", [])), run_config=raw.get("run_config") or {},
+                   tokenizer_path=raw.get("tokenizer_path", ""), progress=progress, resume=resume,
+                   averaged_from=raw.get("averaged_from"), shipped_from=raw.get("shipped_from"))
+
+    def save(self, path: Path) -> None:
+        """Write to a temporary file in the same directory, then rename: a crash never leaves a half file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.save(self.to_dict(), tmp)
+        os.replace(tmp, path)
+
+    def bundle_config(self, **more):
+        """The runtime's `BundleConfig` for this model: `bundle_config` with this checkpoint's tags
+        and directions; `more` sets the rest (variants, tensors, provenance, ...)."""
+        return bundle_config(self.model_config, self.language_tags, self.directions, **more)
+
+
+def bundle_config(model: ModelConfig, language_tags: dict[str, int], directions, **more):
+    """The one mapping from a `ModelConfig` to the bundle's model shape (config.json), with the
+    runtime's special ids. Used by the export and by every PyTorch `Translator`."""
+    from mtkit.runtime.bundle_format import BundleConfig
+    from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+    return BundleConfig(vocab_size=model.vocab_size, d_model=model.d_model, n_heads=model.n_heads,
+                        head_dim=model.head_dim, encoder_layers=model.encoder_layers,
+                        decoder_layers=model.decoder_layers, max_positions=model.max_positions,
+                        special_ids={"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
+                        language_tags=dict(language_tags), directions=[list(d) for d in directions],
+                        **({"variants": {}} | more))
+
+
+def load_checkpoint(path: Path, map_location="cpu") -> Checkpoint:
+    """The checkpoint at `path`; CheckpointError for anything missing, corrupt or of another version."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint")
     try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+        raw = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises many types for truncated or foreign files
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
-    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an mtkit checkpoint")
-    if ckpt.get("version") != VERSION:
-        raise CheckpointError(f"{path}: checkpoint version {ckpt.get('version')!r} is not supported (expected {VERSION})")
-    return ckpt
+    if raw.get("version") != VERSION:
+        raise CheckpointError(f"{path}: checkpoint version {raw.get('version')!r} is not supported (expected {VERSION})")
+    return Checkpoint.from_dict(raw, path)
 
 
-def load_model(path: Path):
-    """The checkpoint dict and its model in eval mode. CheckpointError for anything unusable."""
-    from .model import ModelConfig, Transformer
-
-    path = Path(path)
+def load_model(path: Path) -> tuple[Checkpoint, Transformer]:
+    """The checkpoint and its model in eval mode (fp32 whatever the stored precision). CheckpointError
+    for anything unusable."""
     ckpt = load_checkpoint(path)
-    missing = [k for k in ("model", "model_config", "tokenizer_model", "language_tags") if k not in ckpt]
-    if missing:
-        raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}; cannot use it as a model")
     try:
-        model = Transformer(ModelConfig(**ckpt["model_config"]))
-        model.load_state_dict(ckpt["model"])
+        model = Transformer(ckpt.model_config)
+        model.load_state_dict(ckpt.model)
     except (TypeError, AssertionError, RuntimeError) as e:
         raise CheckpointError(f"{path}: model does not match its config ({type(e).__name__}: "
                               f"{str(e).splitlines()[0][:200]})") from None
@@ -66,7 +155,7 @@ def average_state_dicts(paths: list[Path]) -> dict:
     """The element-wise mean of the models in `paths` (checkpoint averaging)."""
     total = None
     for p in paths:
-        state = load_checkpoint(p)["model"]
+        state = load_checkpoint(p).model
         if total is None:
             total = {k: v.clone().double() for k, v in state.items()}
         else:

@@ -35,7 +35,8 @@ def main(config, resume, init_from, output_dir, max_steps, epochs):
     from .checkpoint import CheckpointError
     from .config import RunConfig
     from .data import DataError
-    from .trainer import Interrupted, Trainer, TrainingDiverged
+    from .loop import Interrupted, TrainingDiverged
+    from .trainer import Trainer
 
     console = Console(stderr=True)
     try:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from mtkit.runtime import text_io
 
 
 class DataError(Exception):
@@ -32,7 +33,8 @@ class CleaningReport:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """All lines of a UTF-8 text file (gzip if it ends in .gz), without line ends.
+    """All lines of a UTF-8 text file (gzip if it ends in .gz), without line ends: the runtime's
+    reader (`mtkit.runtime.text_io`), so that mt-train, mt-eval and mt-bench read a file alike.
 
     Invalid UTF-8 is an error naming the file and line: a silent replacement character would
     end up in the vocabulary.
@@ -40,18 +42,10 @@ def read_lines(path: str | Path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    opener = gzip.open if path.suffix == ".gz" else open
-    lines = []
     try:
-        with opener(path, "rb") as f:
-            for number, raw in enumerate(f, start=1):
-                try:
-                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
-                except UnicodeDecodeError as e:
-                    raise DataError(f"{path}:{number}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
-    except (OSError, EOFError) as e:
-        raise DataError(f"{path}: cannot read ({e})") from None
-    return lines
+        return text_io.read_lines(path)
+    except text_io.InputError as e:
+        raise DataError(str(e)) from None
 
 
 def read_parallel(src_path, tgt_path) -> list[tuple[str, str]]:

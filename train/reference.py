@@ -1,5 +1,6 @@
-"""The PyTorch model as a decoder backend for `mtkit.runtime.search`: the reference the ONNX
-runtime is checked against, and the decoder used for dev BLEU and `mt-eval` on checkpoints."""
+"""The PyTorch model as a decoder backend for `mtkit.runtime.search` (the reference the ONNX runtime
+is checked against), and the one checkpoint translator built on it (dev BLEU, `mt-eval` and
+`mt-bench` on checkpoints)."""
 
 from __future__ import annotations
 
@@ -56,17 +57,29 @@ class TorchBackend:
             state.prefix = pick(state.prefix)
 
 
-def checkpoint_translator(path, provider: str = "cpu", threads: int | None = None):
-    """A runtime `Translator` whose decoder is a checkpoint's PyTorch model: the same search and
-    pre/post-processing as a bundle, so checkpoint and bundle scores compare directly (mt-eval).
-    Raises CheckpointError for an unusable checkpoint, TranslationError when CUDA is asked for
-    but torch sees none."""
+def model_translator(model: Transformer, tokenizer, language_tags: dict[str, int], directions, path="",
+                     device: str | torch.device = "cpu", use_cache: bool = True, **batching):
+    """The one checkpoint translator: a runtime `Translator` whose decoder is this PyTorch model, so
+    text goes through the same search and pre/post-processing as with a bundle and the scores
+    compare directly. Used for the trainer's dev BLEU, mt-eval on checkpoints and mt-bench's
+    PyTorch engines. `batching`: the Translator's max_batch_tokens / max_batch_sentences."""
+    from mtkit.runtime.translator import Translator
+
+    from .checkpoint import bundle_config
+
+    device = torch.device(device)
+    config = bundle_config(model.cfg, language_tags, directions)
+    return Translator.from_backend(TorchBackend(model.to(device), device, use_cache), tokenizer, config, path,
+                                   provider=device.type, variant="pytorch", **batching)
+
+
+def checkpoint_translator(path, provider: str = "cpu", threads: int | None = None, use_cache: bool = True,
+                          **batching):
+    """`model_translator` for a checkpoint file. Raises CheckpointError for an unusable checkpoint,
+    TranslationError when CUDA is asked for but torch sees none."""
     import sentencepiece as spm
 
-    from mtkit.runtime.bundle_format import BundleConfig
     from mtkit.runtime.errors import TranslationError
-    from mtkit.runtime.translator import Translator
-    from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
     from .checkpoint import load_model
 
@@ -76,13 +89,6 @@ def checkpoint_translator(path, provider: str = "cpu", threads: int | None = Non
     device = "cuda" if provider != "cpu" and torch.cuda.is_available() else "cpu"
     if threads:
         torch.set_num_threads(threads)
-    cfg = model.cfg
-    config = BundleConfig(vocab_size=cfg.vocab_size, d_model=cfg.d_model, n_heads=cfg.n_heads, head_dim=cfg.head_dim,
-                          encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers,
-                          max_positions=cfg.max_positions,
-                          special_ids={"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
-                          language_tags={k: int(v) for k, v in ckpt["language_tags"].items()},
-                          directions=[list(d) for d in ckpt.get("directions", [])], variants={})
-    tokenizer = spm.SentencePieceProcessor(model_proto=ckpt["tokenizer_model"])
-    return Translator.from_backend(TorchBackend(model.to(device), device), tokenizer, config, path,
-                                   provider=device, variant="pytorch")
+    tokenizer = spm.SentencePieceProcessor(model_proto=ckpt.tokenizer_model)
+    return model_translator(model, tokenizer, ckpt.language_tags, ckpt.directions, path, device, use_cache,
+                            **batching)

@@ -10,6 +10,7 @@ import sentencepiece as spm
 from mtkit.runtime.vocab import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, UNK_ID, UNK_PIECE, language_tag
 
 from .config import TokenizerConfig
+from .data import DataError
 
 
 def train_tokenizer(sentences: list[str], languages: list[str], cfg: TokenizerConfig, model_path: Path,
@@ -38,13 +39,16 @@ def train_tokenizer(sentences: list[str], languages: list[str], cfg: TokenizerCo
 
 def load_tokenizer(model_path: Path) -> spm.SentencePieceProcessor:
     sp = spm.SentencePieceProcessor(model_file=str(model_path))
-    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, UNK_ID, BOS_ID, EOS_ID), \
-        f"{model_path}: special ids differ from mtkit.runtime.vocab"
+    ids = (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id())
+    if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+        raise DataError(f"{model_path}: special ids {ids} differ from mtkit.runtime.vocab's "
+                        f"{(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}")
     return sp
 
 
 def language_tag_ids(sp: spm.SentencePieceProcessor, languages: list[str]) -> dict[str, int]:
     ids = {lang: sp.piece_to_id(language_tag(lang)) for lang in languages}
     missing = [lang for lang, i in ids.items() if i == UNK_ID]
-    assert not missing, f"tokenizer has no tag for {missing}"
+    if missing:
+        raise DataError(f"the tokenizer has no language tag for {', '.join(missing)}")
     return ids

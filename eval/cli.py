@@ -1,9 +1,10 @@
-"""`mt-eval`: translate a test set with the runtime and score it with sacreBLEU (BLEU and chrF,
-cased, detokenized, 13a) and report the speed.
+"""`mt-eval`: translate a test set and score it with sacreBLEU (BLEU and chrF, cased, detokenized,
+13a) and report the speed.
 
-The model is a bundle, or a training checkpoint (*.pt): that one is run by the PyTorch model
-through the same search and pre/post-processing (`Translator.from_backend`), so the two are
-comparable. That branch runs mtkit.train (torch); nothing in runtime/ imports torch.
+The model is a bundle (the torch-free runtime), or a training checkpoint (*.pt): that one is run
+by the PyTorch model through the same search and pre/post-processing (`mtkit.train.reference`'s
+checkpoint translator), so the two are comparable. Scoring sits here, above both runtime and
+train, so that the runtime never imports training code; only the checkpoint branch needs torch.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import click
 
-from .cli_options import DATA_DIR, decoding_options, model_options
-from .cli_support import CommandError, command, progress_bar
+from mtkit.runtime.cli_options import DATA_DIR, decoding_options, model_options
+from mtkit.runtime.cli_support import CommandError, command, progress_bar
 
 PROG = "mt-eval"
 
@@ -29,8 +30,7 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted."""
 
 
 def checkpoint_translator(path: Path, provider: str, threads: int | None):
-    """A Translator running a training checkpoint's PyTorch model. The code lives in mtkit.train
-    (the runtime itself never imports torch) and needs the `train` extra."""
+    """A Translator running a training checkpoint's PyTorch model (needs the `train` extra)."""
     from mtkit.train.checkpoint import CheckpointError
     from mtkit.train.reference import checkpoint_translator as load
 
@@ -49,7 +49,7 @@ def suffix_language(path: str, languages: list[str]) -> str | None:
 
 def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang, to) -> tuple[str, str, str, str | None]:
     """(source file, reference file, target language, source language) from the files or --corpus."""
-    from .data_dir import corpus_file, default_data_dir
+    from mtkit.runtime.data_dir import corpus_file, default_data_dir
 
     if corpus:
         try:
@@ -89,15 +89,15 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     if not corpus and not (source_file and ref_file):
         raise click.UsageError("give --source-file and --ref-file, or --corpus with --from and --to")
 
-    from .errors import TranslationError
-    from .text_io import InputError, atomic_output, read_lines
+    from mtkit.runtime.errors import TranslationError
+    from mtkit.runtime.text_io import InputError, atomic_output, read_lines
 
     path = Path(model) if model else None
     try:
         if path is not None and path.suffix == ".pt":
             translator = checkpoint_translator(path, provider, threads)
         else:
-            from .translator import Translator
+            from mtkit.runtime.translator import Translator
             translator = Translator(path, provider=provider, threads=threads, variant=variant)
         src_path, ref_path, tgt, src_lang = resolve_files(translator, source_file, ref_file, corpus, data_dir,
                                                           from_lang, to)
