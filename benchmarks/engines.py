@@ -65,7 +65,10 @@ class RuntimeEngine:
     translator = None
 
     def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
-        out = self.translator.translate(texts, to, split_sentences=False, beam_size=beam_size)
+        # As CT2 is run: the source language given (no detection) and the same decode options.
+        source = next(lang for lang in self.translator.source_languages if lang != to)
+        options = decode_options(beam_size, self.translator.config.max_positions)
+        out = self.translator.translate(texts, to, options, from_lang=source, split_sentences=False)
         return [(t.text, t.num_tokens) for t in out]
 
 
