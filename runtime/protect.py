@@ -1,13 +1,15 @@
 """Text that must not be translated: kept out of the model's way and put back afterwards.
 
-`mask` replaces each protected span (a URL, an e-mail address, `inline code`, a number, a run of
-characters the vocabulary lacks such as emoji) with a placeholder the model copies through, and
-`unmask` puts the originals back into the translation. ANSI escape sequences are removed with
-their payload before anything else (`strip_ansi`): "\\x1b[31m" leaves nothing, not "[31m".
+`mask` replaces URLs, e-mail addresses and `inline code` with placeholders, and takes out runs of
+characters the vocabulary lacks (emoji, symbols, other scripts: the model would hallucinate on
+their byte pieces); `unmask` puts them all back into the translation. Numbers stay in the source
+(the model reads "am 3. Mai" better than a placeholder) and `repair_numbers` fixes them after.
+ANSI escape sequences are removed with their payload first (`strip_ansi`): "\\x1b[31m" leaves
+nothing, not "[31m".
 
-A placeholder is an ordinary word of the vocabulary (a short name, see PLACEHOLDERS), not a
-special token the model never saw in training: the model then treats it as a name and copies it.
-A placeholder the model dropped is put back at the same relative position in the output.
+A placeholder is an ordinary word of the vocabulary (a name, see PLACEHOLDERS), not a special token
+the model never saw in training: the model treats it as a name and copies it. One it drops, and a
+removed span, go back at the same share of the words ("Pizza 🍕 und Bier 🍺" -> "pizza 🍕 and beer 🍺").
 """
 
 from __future__ import annotations
