@@ -384,3 +384,25 @@ def test_schema_1_bundles_still_load_and_wrong_special_ids_are_refused(bundle_co
         BundleConfig.from_json({**data, "special_ids": {**data["special_ids"], "eos": 7}})
     with pytest.raises(BundleError, match="tensors"):
         BundleConfig.from_json({**data, "tensors": {**data["tensors"], "encoder": {"inputs": ["src_ids"], "outputs": []}}})
+
+
+def test_int8_weight_range_gives_exact_integer_products():
+    """MatMulInteger must be exact for the int8 variant to be batch-invariant; u8 x s8 kernels without
+    VNNI saturate int16 pair sums unless the weights stay within export/int8.py's 7-bit range."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from mtkit.export.int8 import quantize_columns
+
+    rng = np.random.default_rng(0)
+    weight, _ = quantize_columns(rng.standard_normal((256, 64)).astype(np.float32))
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "w", "zero"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [None, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.array(128, np.uint8), "zero")])
+    session = ort.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+                                   .SerializeToString(), providers=["CPUExecutionProvider"])
+    activations = rng.integers(0, 256, (32, 256)).astype(np.uint8)
+    activations[:16] = np.where(activations[:16] > 127, 255, 1)       # the extremes: largest pair sums
+    expected = (activations.astype(np.int64) - 128) @ weight.astype(np.int64)
+    assert np.array_equal(session.run(None, {"a": activations})[0], expected)
