@@ -65,7 +65,7 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
         return done.stdout
 
     assert "morning" in run("mt-translate", "Guten Morgen").lower()
-    assert "5 files verified" in run("mt-models", "verify", "de-en")      # the wheel's copy, checked
+    assert "6 files verified" in run("mt-models", "verify", "de-en")      # the wheel's copy, checked
     assert re.search(r"^de-en\*\s.*shipped", run("mt-models", "list"), re.M)
 
 
