@@ -88,14 +88,11 @@ def model_size(spec: EngineSpec, artifacts: dict) -> tuple[int, str]:
         dtypes = "/".join(sorted({str(t.dtype).removeprefix("torch.") for t in state.values() if t.is_floating_point()}))
         return sum(storages.values()), f"{dtypes} state dict of the checkpoint (tied weights once; run in float32)"
     if spec.kind == "ort":
-        from mtkit.runtime.bundle import variant_files
-        from mtkit.runtime.bundle_format import BundleConfig
+        from mtkit.runtime import bundle_format as bf
 
         directory = Path(artifacts["bundle"])
-        files = variant_files(directory, BundleConfig.load(directory), spec.precision)
-        names = {p.name for p in files}
-        counted = [p for p in directory.iterdir()
-                   if p.name in names or any(p.name.startswith(n + ".") for n in names)]   # + external data
+        entry = bf.BundleConfig.load(directory).variants[spec.precision]
+        counted = [directory / name for name in (*bf.variant_graphs(spec.precision, entry), *bf.variant_data(entry))]
         return sum(p.stat().st_size for p in counted), " + ".join(sorted(p.name for p in counted))
     path = Path(artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"]) / "model.bin"
     return path.stat().st_size, f"{path.parent.name}/model.bin"

@@ -21,7 +21,7 @@ from mtkit.runtime import bundle_format as bf
 from mtkit.runtime import checksums
 from mtkit.train.checkpoint import load_model
 
-from . import bundle, graphs, optimize, parity, variants
+from . import bundle, graphs, int8, optimize, parity, variants
 from .bundle import ExportError
 from .parity import ParityError
 from .search_head import add_search_head
@@ -59,7 +59,6 @@ def _noop(message: str) -> None:
 def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | None = None, fp16: bool = False,
                   opset: int = graphs.DEFAULT_OPSET, parity_data: Path | None = None, force: bool = False,
                   archive: bool = False, target_lang: str | None = None, max_sentences: int = parity.MAX_SENTENCES,
-                  int8_per_channel: bool = True, int8_embeddings: bool = True,
                   progress: Callable[[str], None] = _noop) -> BundleReport:
     """Export `checkpoint` into a bundle at `out` and return what was written.
 
@@ -103,12 +102,12 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
 
             if quantize == "int8":
                 progress("quantizing int8 variant")
-                opts = {}
-                for graph in ("encoder", "decoder"):
-                    src, dest = staging / bf.graph_file(graph, "fp32"), staging / bf.graph_file(graph, "int8")
-                    opts[graph] = fp32_opts[graph] + variants.quantize_int8(
-                        src, dest, per_channel=int8_per_channel, embeddings=int8_embeddings)
-                entries["int8"] = _entry("int8", "int8 weights (dynamic quantization), float32 activations", opts)
+                sources = {graph: staging / bf.graph_file(graph, "fp32") for graph in ("encoder", "decoder")}
+                targets = {graph: staging / bf.graph_file(graph, "int8") for graph in ("encoder", "decoder")}
+                records = int8.quantize_rowwise(sources, targets, cfg.vocab_size)
+                opts = {graph: fp32_opts[graph] + records[graph] for graph in sources}
+                entries["int8"] = _entry("int8", "int8 weights and per-row int8 activations (batch-invariant)", opts,
+                                         data=[int8.SHARED_FILE])
             if fp16:
                 progress("converting fp16 variant")
                 opts = {}
@@ -133,6 +132,8 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
                 for graph in ("encoder", "decoder"):
                     bundle.check_graph(staging / bf.graph_file(graph, variant))
                     entries[variant]["size_bytes"][graph] = (staging / bf.graph_file(graph, variant)).stat().st_size
+                for name in entries[variant].get("data", []):
+                    entries[variant]["size_bytes"][name] = (staging / name).stat().st_size
 
             config = bundle.build_config(ckpt, checkpoint, entries, {}, opset)
             report = _run_parity(model, sp, ckpt, data, staging, config, progress)
@@ -151,9 +152,11 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
     return BundleReport(path, config, report, files)
 
 
-def _entry(variant: str, precision: str, optimizations: dict) -> dict:
-    return {"encoder": bf.graph_file("encoder", variant), "decoder": bf.graph_file("decoder", variant),
-            "precision": precision, "optimizations": optimizations, "size_bytes": {}}
+def _entry(variant: str, precision: str, optimizations: dict, data: list[str] | None = None) -> dict:
+    """A variant's config.json entry; `data` names the external data files its graphs read."""
+    entry = {"encoder": bf.graph_file("encoder", variant), "decoder": bf.graph_file("decoder", variant),
+             "precision": precision, "optimizations": optimizations, "size_bytes": {}}
+    return entry | ({"data": data} if data else {})
 
 
 def _summary(report: dict) -> dict:

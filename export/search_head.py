@@ -35,7 +35,7 @@ def block_size(vocab_size: int, k: int) -> int | None:
 
 def add_search_head(path: Path, vocab_size: int) -> list[str]:
     """Append the head to the decoder graph at `path` (in place); returns the record for config.json."""
-    model = onnx.load(str(path))
+    model = onnx.load(str(path), load_external_data=False)   # shared int8 tables stay where they are
     graph = model.graph
     if any(o.name == bf.TOP_IDS for o in graph.output):
         return []

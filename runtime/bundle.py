@@ -172,12 +172,13 @@ def available_variants(config: BundleConfig) -> list[str]:
 
 
 def variant_files(directory: Path, config: BundleConfig, variant: str) -> tuple[Path, Path]:
-    """(encoder, decoder) paths of a variant, each present and of its recorded size."""
+    """(encoder, decoder) paths of a variant; they and the data files they share are present and of
+    their recorded sizes."""
     if variant not in config.variants:
         raise BundleError(f"{directory / bf.CONFIG_FILE}: no {variant!r} variant in this bundle "
                           f"(it has: {', '.join(available_variants(config)) or 'none'})")
     names = bf.variant_graphs(variant, config.variants[variant])
-    for name in names:
+    for name in (*names, *bf.variant_data(config.variants[variant])):
         if not (directory / name).is_file():
             raise BundleError(f"{directory / name}: missing (listed as the {variant} variant in {bf.CONFIG_FILE})")
         check_size(directory, config, name)

@@ -7,6 +7,8 @@ A bundle is a directory (or a .tar.gz / .zip of one) holding:
     encoder.onnx       fp32 encoder   } always present
     decoder.onnx       fp32 decoder   }
     encoder.int8.onnx / decoder.int8.onnx, encoder.fp16.onnx / ...   optional variants
+    embedding.int8.bin external data the int8 encoder and decoder share (the int8 vocabulary table,
+                       stored once); a variant lists such files under "data"
     parity.json        the export's parity report
 
 config.json's "files" records every other file's sha256 and size ({name: {"sha256", "bytes"}}):
@@ -27,7 +29,14 @@ Graphs (B batch, S source length, T new target positions, P past length, H heads
                   tokens, best first; K = min(SEARCH_HEAD_K, V)), eos_logprob float[B]
 
 Every cache tensor has batch on axis 0, so beam search reorders all of them the same way.
+The names above are the defaults; the runtime reads them from config.json's "tensors" (the lists
+in the order above, parsed by `parse_tensors`), so that file is the contract.
 Loading a bundle reads JSON, SentencePiece and ONNX only: never pickle.
+
+Schema versions (`READABLE_VERSIONS`; anything else is refused with a one-line error):
+    1  the first format; "tensors" was written but not read
+    2  a variant may list external data files ("data"); "tensors" is read; special ids are checked
+       against vocab.py (the search relies on them)
 """
 
 from __future__ import annotations
@@ -36,7 +45,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-SCHEMA_VERSION = 1
+from .vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
+
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.model"
@@ -55,6 +69,11 @@ def variant_graphs(variant: str, entry: dict | None) -> tuple[str, str]:
     """(encoder, decoder) file names of a variant, as its config.json entry names them (default: `graph_file`)."""
     entry = entry or {}
     return entry.get("encoder", graph_file("encoder", variant)), entry.get("decoder", graph_file("decoder", variant))
+
+
+def variant_data(entry: dict | None) -> list[str]:
+    """External data files a variant's graphs read (schema 2; none for older bundles)."""
+    return [str(name) for name in (entry or {}).get("data", [])]
 
 
 # Tensor names.
@@ -112,6 +131,40 @@ def tensor_names(decoder_layers: int, search_head: bool = False) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class GraphNames:
+    """Both graphs' tensor names by role."""
+    encoder_inputs: list[str]
+    encoder_outputs: list[str]
+    decoder_inputs: list[str]
+    decoder_outputs: list[str]
+    src_ids: str
+    src_mask: str
+    cross: list[str]              # cross_key_0, cross_value_0, ...: encoder outputs = decoder inputs
+    tgt_ids: str
+    past: list[str]               # past_key_0, past_value_0, ...
+    logits: str
+    present: list[str]            # present_key_0, ... (fed back as `past`, same order)
+    cross_attention: str
+    search_head: list[str]        # [top_logprobs, top_ids, eos_logprob], or [] for a decoder without it
+
+
+def parse_tensors(tensors: dict, decoder_layers: int) -> GraphNames:
+    """config.json's "tensors" -> GraphNames; ValueError if the lists do not have the layout above."""
+    enc_in, enc_out = list(tensors["encoder"]["inputs"]), list(tensors["encoder"]["outputs"])
+    dec_in, dec_out = list(tensors["decoder"]["inputs"]), list(tensors["decoder"]["outputs"])
+    kv = 2 * decoder_layers
+    if len(enc_in) != 2 or len(enc_out) != 1 + kv or len(dec_in) != 2 + 2 * kv \
+            or len(dec_out) not in (2 + kv, 5 + kv):
+        raise ValueError(f"tensors: the name lists do not fit a decoder of {decoder_layers} layers")
+    cross = enc_out[1:]
+    if dec_in[1] != enc_in[1] or dec_in[2 + kv:] != cross:
+        raise ValueError("tensors: the decoder's src_mask / cross inputs are not the encoder's")
+    return GraphNames(enc_in, enc_out, dec_in, dec_out, src_ids=enc_in[0], src_mask=enc_in[1], cross=cross,
+                      tgt_ids=dec_in[0], past=dec_in[2:2 + kv], logits=dec_out[0], present=dec_out[1:1 + kv],
+                      cross_attention=dec_out[1 + kv], search_head=dec_out[2 + kv:])
+
+
 class BundleError(Exception):
     """A bundle that cannot be used; the message names the file at fault."""
 
@@ -153,6 +206,11 @@ class BundleConfig:
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)
 
+    @property
+    def names(self) -> GraphNames:
+        """The graphs' tensor names, from "tensors" (the default names where a bundle has none)."""
+        return parse_tensors(self.tensors or tensor_names(self.decoder_layers), self.decoder_layers)
+
     MODEL_KEYS = ("vocab_size", "d_model", "n_heads", "head_dim", "encoder_layers",
                   "decoder_layers", "max_positions")
 
@@ -175,16 +233,16 @@ class BundleConfig:
     @classmethod
     def from_json(cls, data: dict, source: str = CONFIG_FILE) -> "BundleConfig":
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise BundleError(
-                f"{source}: schema_version {version!r} is not supported "
-                f"(this runtime reads version {SCHEMA_VERSION}); re-export the model with this mt-export"
+                f"{source}: schema_version {version!r} is not supported (this runtime reads versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))}); re-export the model with this mt-export"
             )
         try:
             model = data["model"]
             known = {"schema_version", "model", "special_ids", "language_tags", "directions",
                      "tokenizer", "tensors", "variants", "provenance", "parity", "files"}
-            return cls(
+            config = cls(
                 **{k: int(model[k]) for k in cls.MODEL_KEYS},
                 special_ids={k: int(v) for k, v in data["special_ids"].items()},
                 language_tags={k: int(v) for k, v in data["language_tags"].items()},
@@ -199,8 +257,14 @@ class BundleConfig:
                 schema_version=version,
                 extra={k: v for k, v in data.items() if k not in known},
             )
+            config.names                       # the tensor lists must have the graphs' layout
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise BundleError(f"{source}: malformed config ({type(e).__name__}: {e})") from None
+        wrong = {k: v for k, v in config.special_ids.items() if SPECIAL_IDS.get(k, v) != v}
+        if wrong or not SPECIAL_IDS.keys() <= config.special_ids.keys():
+            raise BundleError(f"{source}: special_ids {config.special_ids} differ from this runtime's {SPECIAL_IDS}; "
+                              "the model was not trained with mtkit's vocabulary")
+        return config
 
     def save(self, directory: Path) -> None:
         path = Path(directory) / CONFIG_FILE

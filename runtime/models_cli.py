@@ -114,7 +114,8 @@ def info(model: str) -> None:
     source = where(directory) + (", the default model" if default and default.resolve() == directory else "")
     variants = []
     for variant in bundle.available_variants(config):
-        names = bf.variant_graphs(variant, config.variants[variant])
+        entry = config.variants[variant]
+        names = [*bf.variant_graphs(variant, entry), *bf.variant_data(entry)]
         sizes = ", ".join(f"{n} {megabytes((directory / n).stat().st_size)}" for n in names
                           if (directory / n).is_file())
         variants.append(f"{variant} ({sizes})")

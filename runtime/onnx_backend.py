@@ -100,6 +100,12 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
     if cached is not None:
         partial = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
         options.optimized_model_filepath = str(partial)
+        # Every initializer inside the copy: external data (the int8 bundle's shared table) would
+        # otherwise stay a reference relative to the bundle, which the cache directory lacks.
+        options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
+                                         f"{partial.name}.data")
+        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
+                                         str(1 << 62))
     source = model if isinstance(model, bytes) else str(model)
     try:
         try:
@@ -158,11 +164,13 @@ def prune_cache(directory: Path, keep: int = CACHE_ENTRIES) -> None:
 
 
 def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig, path: Path) -> None:
-    """The graph's inputs and outputs must be the ones `bundle_format.tensor_names` promises."""
-    expected = bf.tensor_names(config.decoder_layers)[graph]
+    """The graph's inputs and outputs must be the ones config.json's "tensors" promises."""
+    names = config.names
+    expected_inputs, expected_outputs = ((names.encoder_inputs, names.encoder_outputs) if graph == "encoder"
+                                         else (names.decoder_inputs, names.decoder_outputs))
     inputs = [i.name for i in session.get_inputs()]
     outputs = [o.name for o in session.get_outputs()]
-    missing = [n for n in expected["inputs"] if n not in inputs] + [n for n in expected["outputs"] if n not in outputs]
+    missing = [n for n in expected_inputs if n not in inputs] + [n for n in expected_outputs if n not in outputs]
     if missing:
         raise ModelLoadError(f"{path}: graph lacks {', '.join(missing)}; it does not match "
                              f"{bf.CONFIG_FILE} ({config.decoder_layers} decoder layers)")
@@ -191,31 +199,30 @@ class OnnxBackend:
     def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, config: BundleConfig):
         self.encoder = encoder
         self.decoder = decoder
-        self.layers = config.decoder_layers
+        self.names = names = config.names          # every tensor name comes from config.json
         self.heads = config.n_heads
         self.head_dim = config.head_dim
         # fp16 graphs take fp16 caches: read the dtype from the graph rather than assume it.
-        past_type = {i.name: i.type for i in decoder.get_inputs()}[bf.past_key(0)]
+        past_type = {i.name: i.type for i in decoder.get_inputs()}[names.past[0]]
         self.cache_dtype = np.float16 if "float16" in past_type else np.float32
-        self.cross_names = [n for i in range(self.layers) for n in (bf.cross_key(i), bf.cross_value(i))]
-        self.past_names = [n for i in range(self.layers) for n in (bf.past_key(i), bf.past_value(i))]
-        self.present_names = [n for i in range(self.layers) for n in (bf.present_key(i), bf.present_value(i))]
+        self.cross_names, self.past_names, self.present_names = names.cross, names.past, names.present
         # How many tokens per row the graph's search head ranks; 0 for bundles exported before it
         # (the search then works from the logits).
         outputs = {o.name: o for o in decoder.get_outputs()}
-        self.search_head_k = outputs[bf.TOP_IDS].shape[1] if bf.TOP_IDS in outputs else 0
+        head = names.search_head
+        self.search_head_k = outputs[head[1]].shape[1] if head and head[1] in outputs else 0
 
     # The three `DecoderBackend` methods.
 
     def start(self, src_ids: np.ndarray, src_mask: np.ndarray) -> OnnxState:
         src_mask = src_mask.astype(bool, copy=False)
-        outputs = self.encoder.run(self.cross_names, {bf.SRC_IDS: src_ids.astype(np.int64, copy=False),
-                                                      bf.SRC_MASK: src_mask})
+        outputs = self.encoder.run(self.cross_names, {self.names.src_ids: src_ids.astype(np.int64, copy=False),
+                                                      self.names.src_mask: src_mask})
         rows = np.arange(src_ids.shape[0])
         return OnnxState(src_mask, dict(zip(self.cross_names, outputs)), self._empty_past(len(rows)), rows, rows)
 
     def step(self, state: OnnxState, tokens: np.ndarray, need_attention: bool = False):
-        names = [bf.LOGITS] + ([bf.CROSS_ATTENTION] if need_attention else [])
+        names = [self.names.logits] + ([self.names.cross_attention] if need_attention else [])
         outputs = self._run(state, tokens, names)
         attention = outputs[1][:, -1].astype(np.float32) if need_attention else None
         return outputs[0][:, -1].astype(np.float32, copy=False), attention
@@ -223,7 +230,7 @@ class OnnxBackend:
     def step_top(self, state: OnnxState, tokens: np.ndarray):
         """A step through the graph's search head: each row's `search_head_k` best log-probs (best
         first), their token ids and EOS's log-prob [N]."""
-        return tuple(self._run(state, tokens, [bf.TOP_LOGPROBS, bf.TOP_IDS, bf.EOS_LOGPROB]))   # float32 in every variant
+        return tuple(self._run(state, tokens, self.names.search_head))   # float32 in every variant
 
     def select(self, state: OnnxState, rows: np.ndarray) -> None:
         identity = len(rows) == len(state.rows) and np.array_equal(rows, np.arange(len(rows)))
@@ -237,7 +244,8 @@ class OnnxBackend:
     def _run(self, state: OnnxState, tokens: np.ndarray, names: list[str]) -> list:
         """One decoder step: the new caches become the state's past; returns the outputs `names`."""
         self._align_cross(state)
-        feeds = {bf.TGT_IDS: tokens.astype(np.int64, copy=False).reshape(-1, 1), bf.SRC_MASK: state.src_mask,
+        feeds = {self.names.tgt_ids: tokens.astype(np.int64, copy=False).reshape(-1, 1),
+                 self.names.src_mask: state.src_mask,
                  **state.past, **state.cross}
         outputs = self.decoder.run(names + self.present_names, feeds)
         state.past = dict(zip(self.past_names, outputs[len(names):]))
@@ -273,8 +281,8 @@ class IOBindingBackend(OnnxBackend):
     def start(self, src_ids: np.ndarray, src_mask: np.ndarray) -> OnnxState:
         src_mask = src_mask.astype(bool, copy=False)
         binding = self.encoder.io_binding()
-        binding.bind_cpu_input(bf.SRC_IDS, np.ascontiguousarray(src_ids, dtype=np.int64))
-        binding.bind_cpu_input(bf.SRC_MASK, np.ascontiguousarray(src_mask))
+        binding.bind_cpu_input(self.names.src_ids, np.ascontiguousarray(src_ids, dtype=np.int64))
+        binding.bind_cpu_input(self.names.src_mask, np.ascontiguousarray(src_mask))
         for name in self.cross_names:
             binding.bind_output(name, self.device, self.device_id)
         self.encoder.run_with_iobinding(binding)
@@ -285,8 +293,8 @@ class IOBindingBackend(OnnxBackend):
     def _run(self, state: OnnxState, tokens: np.ndarray, names: list[str]) -> list:
         self._align_cross(state)
         binding = self.decoder.io_binding()
-        binding.bind_cpu_input(bf.TGT_IDS, np.ascontiguousarray(tokens, dtype=np.int64).reshape(-1, 1))
-        binding.bind_cpu_input(bf.SRC_MASK, np.ascontiguousarray(state.src_mask))   # [N,S] bools: tiny
+        binding.bind_cpu_input(self.names.tgt_ids, np.ascontiguousarray(tokens, dtype=np.int64).reshape(-1, 1))
+        binding.bind_cpu_input(self.names.src_mask, np.ascontiguousarray(state.src_mask))   # [N,S] bools: tiny
         for name, value in (*state.past.items(), *state.cross.items()):
             if isinstance(value, np.ndarray):           # the empty cache of the first step
                 binding.bind_cpu_input(name, value)

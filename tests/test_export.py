@@ -57,7 +57,9 @@ def test_bundle_files_and_config(fixture_bundle, fixture_checkpoint):
             assert entry["size_bytes"][graph] == (fixture_bundle / entry[graph]).stat().st_size
             assert entry["optimizations"][graph], "every variant records what was applied"
     int8_record = " ".join(config.variants["int8"]["optimizations"]["decoder"])
-    assert "int8 MatMul weights (per channel)" in int8_record and "int8 embedding table" in int8_record
+    assert "MatMulInteger" in int8_record and "activations quantized per row" in int8_record
+    assert config.variants["int8"]["data"] == ["embedding.int8.bin"]     # the vocabulary table, once for both graphs
+    assert config.variants["int8"]["size_bytes"]["embedding.int8.bin"] == (fixture_bundle / "embedding.int8.bin").stat().st_size
     assert any("SkipLayerNormalization" in o for o in config.variants["fp32"]["optimizations"]["encoder"])
     assert any("attention fusion: not applicable" in o for o in config.variants["fp32"]["optimizations"]["decoder"])
     prov = config.provenance
@@ -79,7 +81,7 @@ def test_bundle_holds_no_pickle(fixture_bundle):
     """Loading must never execute code: only JSON, SentencePiece and ONNX files."""
     names = sorted(p.name for p in fixture_bundle.iterdir())
     assert names == sorted([bf.CONFIG_FILE, bf.TOKENIZER_FILE, bf.PARITY_FILE, "encoder.onnx", "decoder.onnx",
-                            "encoder.int8.onnx", "decoder.int8.onnx"])
+                            "encoder.int8.onnx", "decoder.int8.onnx", "embedding.int8.bin"])
     for p in fixture_bundle.iterdir():
         assert not p.read_bytes().startswith((b"\x80", b"PK\x03\x04")), f"{p.name} looks like a pickle / torch zip"
     json.loads((fixture_bundle / bf.PARITY_FILE).read_text())
@@ -358,3 +360,49 @@ def test_cli_default_output_and_archive(fixture_checkpoint, tmp_path, monkeypatc
         assert f"model-bundle/{bf.CONFIG_FILE}" in tar.getnames()
     monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
     assert BundleConfig.load(resolve_model(archive)).variants.keys() == {"fp32"}
+
+
+def test_int8_graphs_share_one_vocabulary_table(fixture_bundle):
+    """The tied embedding is stored once: both int8 graphs read it from the same external data file,
+    and neither graph holds a float copy of it."""
+    config = BundleConfig.load(fixture_bundle)
+    for graph in ("encoder", "decoder"):
+        model = onnx.load(str(fixture_bundle / bf.graph_file(graph, "int8")), load_external_data=False)
+        external = {dict((e.key, e.value) for e in i.external_data)["location"]
+                    for i in model.graph.initializer if i.data_location == onnx.TensorProto.EXTERNAL}
+        assert external == {"embedding.int8.bin"}
+        assert not any(list(i.dims) in ([config.vocab_size, config.d_model], [config.d_model, config.vocab_size])
+                       and i.data_location != onnx.TensorProto.EXTERNAL for i in model.graph.initializer)
+
+
+def test_schema_1_bundles_still_load_and_wrong_special_ids_are_refused(bundle_copy):
+    data = json.loads((bundle_copy / bf.CONFIG_FILE).read_text())
+    old = {**data, "schema_version": 1}
+    old.pop("tensors")                       # version 1 runtimes recomputed the names
+    assert BundleConfig.from_json(old).names.cross == bf.tensor_names(data["model"]["decoder_layers"])["encoder"]["outputs"][1:]
+    with pytest.raises(BundleError, match="special_ids"):
+        BundleConfig.from_json({**data, "special_ids": {**data["special_ids"], "eos": 7}})
+    with pytest.raises(BundleError, match="tensors"):
+        BundleConfig.from_json({**data, "tensors": {**data["tensors"], "encoder": {"inputs": ["src_ids"], "outputs": []}}})
+
+
+def test_int8_weight_range_gives_exact_integer_products():
+    """MatMulInteger must be exact for the int8 variant to be batch-invariant; u8 x s8 kernels without
+    VNNI saturate int16 pair sums unless the weights stay within export/int8.py's 7-bit range."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from mtkit.export.int8 import quantize_columns
+
+    rng = np.random.default_rng(0)
+    weight, _ = quantize_columns(rng.standard_normal((256, 64)).astype(np.float32))
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "w", "zero"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [None, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.array(128, np.uint8), "zero")])
+    session = ort.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+                                   .SerializeToString(), providers=["CPUExecutionProvider"])
+    activations = rng.integers(0, 256, (32, 256)).astype(np.uint8)
+    activations[:16] = np.where(activations[:16] > 127, 255, 1)       # the extremes: largest pair sums
+    expected = (activations.astype(np.int64) - 128) @ weight.astype(np.int64)
+    assert np.array_equal(session.run(None, {"a": activations})[0], expected)

@@ -123,7 +123,7 @@ def test_install_list_info_verify_remove(fixture_bundle, tmp_path, models_dir):
     source = copy_bundle(fixture_bundle, tmp_path / "tiny-de-en")
     result = mt_models("install", source)
     assert result.exit_code == 0, result.output
-    assert "installed tiny-de-en" in result.stdout and "6 files verified" in result.stdout
+    assert "installed tiny-de-en" in result.stdout and "7 files verified" in result.stdout
     assert leftovers(models_dir) == ["tiny-de-en"]
 
     listing = mt_models("list")
@@ -136,10 +136,10 @@ def test_install_list_info_verify_remove(fixture_bundle, tmp_path, models_dir):
     info = mt_models("info", "tiny-de-en")
     assert info.exit_code == 0
     assert "source     installed" in info.stdout and "fp32" in info.stdout and "int8" in info.stdout
-    assert "6 files recorded" in info.stdout
+    assert "7 files recorded" in info.stdout
 
     verify = mt_models("verify", "tiny-de-en")
-    assert verify.exit_code == 0 and "6 files verified" in verify.stdout
+    assert verify.exit_code == 0 and "7 files verified" in verify.stdout
 
     assert translates("tiny-de-en")
     assert Translator("tiny-de-en", threads=ORT_THREADS).path == (models_dir / "tiny-de-en").resolve()

@@ -9,7 +9,9 @@ from conftest import FIXTURES
 from mtkit.export.api import export_bundle
 from mtkit.export.ship import SHIPPED_CHECKPOINT
 from mtkit.runtime import Translator
+from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.bundle import default_model
+from mtkit.runtime.bundle_format import BundleConfig
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +40,12 @@ def test_parity_of_the_shipped_model(shipped, tmp_path, parity_data, target, sen
 
 
 def test_shipped_bundle_is_small_and_int8(shipped, translator):
-    int8 = [shipped / name for name in ("encoder.int8.onnx", "decoder.int8.onnx", "tokenizer.model", "config.json")]
-    assert sum(p.stat().st_size for p in int8) <= 25 * 1024 * 1024
+    config = BundleConfig.load(shipped)
+    entry = config.variants["int8"]
+    weights = [shipped / name for name in (*bf.variant_graphs("int8", entry), *bf.variant_data(entry))]
+    # CTranslate2's int8 conversion of the same weights is 10.92 MiB (benchmarks/results/); ours
+    # stores the tied vocabulary table once for both graphs.
+    assert sum(p.stat().st_size for p in weights) <= 10.92 * 2**20
     models = shipped.parent
     assert sum(p.stat().st_size for p in models.rglob("*") if p.is_file()) <= 60 * 1024 * 1024
     assert translator.variant == "int8"
@@ -68,3 +74,20 @@ def test_an_untrained_direction_is_refused(translator):
 
     with pytest.raises(TranslationError, match="cannot translate into 'fr'"):
         translator.translate("Ein Hund.", to="fr")
+
+
+@pytest.mark.parametrize("to, source_file", [("en", "dev.de"), ("de", "dev.en")])
+def test_a_sentence_translates_the_same_alone_and_in_a_batch(shipped, to, source_file):
+    """int8 quantizes each activation row on its own and multiplies in integers (exact), so the
+    other sentences of a batch and their padding cannot change a sentence's output."""
+    sentences = (FIXTURES / "tatoeba" / source_file).read_text(encoding="utf-8").splitlines()[:24]
+    sentences.append("Das ist ein deutlich längerer Satz, damit die anderen im Stapel viel Polsterung bekommen, "
+                     "und er endet erst hier." if to == "en" else
+                     "This is a much longer sentence, so that the others in the batch get a lot of padding, "
+                     "and it only ends here.")
+    translator = Translator(shipped, threads=2, max_batch_sentences=64, max_batch_tokens=100_000)
+    assert translator.variant == "int8"
+    for beam in (1, 4):
+        together = [t.text for t in translator.translate(sentences, to=to, split_sentences=False, beam_size=beam)]
+        alone = [translator.translate(s, to=to, split_sentences=False, beam_size=beam)[0].text for s in sentences]
+        assert together == alone, f"beam {beam}"

@@ -48,7 +48,8 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
     [wheel] = (tmp_path / "dist").glob("mtkit-*.whl")
     assert wheel.stat().st_size <= MAX_WHEEL_MB * 2**20
     names = zipfile.ZipFile(wheel).namelist()
-    for name in ("config.json", "tokenizer.model", "encoder.int8.onnx", "decoder.int8.onnx", "README.md"):
+    for name in ("config.json", "tokenizer.model", "encoder.int8.onnx", "decoder.int8.onnx", "embedding.int8.bin",
+                 "README.md"):
         assert f"mtkit/models/de-en/{name}" in names
     assert not any(n.endswith(".pt") for n in names)          # the fp16 checkpoint stays in the checkout
 
@@ -64,7 +65,7 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
         return done.stdout
 
     assert "morning" in run("mt-translate", "Guten Morgen").lower()
-    assert "5 files verified" in run("mt-models", "verify", "de-en")      # the wheel's copy, checked
+    assert "6 files verified" in run("mt-models", "verify", "de-en")      # the wheel's copy, checked
     assert re.search(r"^de-en\*\s.*shipped", run("mt-models", "list"), re.M)
 
 
