@@ -37,6 +37,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
+from .optimize import drop_dead_nodes
+
 WEIGHT_LEVELS = 64            # |Wq| <= 64: no int16 saturation in u8 x s8 pair sums (see above)
 ACTIVATION_LEVELS = 127       # x / scale in [-127, 127], + 128 -> [1, 255]
 SHARED_FILE = "embedding.int8.bin"
@@ -166,14 +168,8 @@ class _Rewriter:
 
 def _drop_unused(graph) -> None:
     """Remove nodes and initializers nothing reads any more (the float weights, tied Transposes)."""
-    outputs = {o.name for o in graph.output}
-    while True:
-        used = {name for node in graph.node for name in node.input} | outputs
-        dead = [node for node in graph.node if not any(out in used for out in node.output)]
-        if not dead:
-            break
-        for node in dead:
-            graph.node.remove(node)
+    drop_dead_nodes(graph)
+    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
     for init in [i for i in graph.initializer if i.name not in used]:
         graph.initializer.remove(init)
 

@@ -129,7 +129,7 @@ def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
         return []
     # Drop what only fed the replaced MatMuls (the Transposes, Muls and the scale's shape arithmetic).
     before = len(graph.node)
-    _drop_dead_nodes(graph)
+    drop_dead_nodes(graph)
     if not any(op.domain == "com.microsoft" for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     onnx.save(model, str(path))
@@ -181,13 +181,13 @@ def constant_reshapes(path: Path) -> list[str]:
     if not changed:
         return []
     before = len(graph.node)
-    _drop_dead_nodes(graph)
+    drop_dead_nodes(graph)
     onnx.save(model, str(path))
     return [f"constant Reshape shapes: {changed} x Reshape without run-time shape arithmetic "
             f"({before} -> {len(graph.node)} nodes)"]
 
 
-def _drop_dead_nodes(graph) -> None:
+def drop_dead_nodes(graph) -> None:
     """Remove nodes none of whose outputs is used (by a node or as a graph output)."""
     outputs = {o.name for o in graph.output}
     while True:
