@@ -12,11 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-# numpy is imported after this (lazily, by each command). The commands' numpy work is elementwise, so
-# OpenBLAS's thread pool is never used; creating it costs start-up time (one thread per core).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import click  # noqa: E402
+import click
 
 import mtkit
 
