@@ -67,6 +67,17 @@ def train_tiny(output_dir: Path, **optim):
     return trainer
 
 
+def invoke(main, args, capsys) -> tuple[int, str, str]:
+    """Run a command's `main` in this process: (exit code, stdout, stderr)."""
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 @pytest.fixture(scope="session")
 def fixture_checkpoint() -> Path:
     """The fixture model's checkpoint (the trainer's final.pt)."""

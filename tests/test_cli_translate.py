@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS
+from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
 from mtkit.runtime.cli import main
 
 BIN = Path(sys.executable).parent / "mt-translate"
@@ -29,13 +29,7 @@ def model(fixture_bundle, monkeypatch):
 def cli(capsys, monkeypatch, *args, stdin: bytes | None = None) -> tuple[int, str, str]:
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
-    try:
-        main(["--threads", str(ORT_THREADS), *args])
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return invoke(main, ["--threads", str(ORT_THREADS), *args], capsys)
 
 
 def run(*args, stdin: bytes = b"", tty_stderr: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -9,20 +9,14 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from conftest import ORT_THREADS
+from conftest import ORT_THREADS, invoke
 from mtkit.eval.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tatoeba"
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:
-    try:
-        main(["--threads", str(ORT_THREADS), "-q", *args])
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return invoke(main, ["--threads", str(ORT_THREADS), "-q", *args], capsys)
 
 
 def test_scores_and_speed_of_a_bundle(capsys, fixture_bundle, tmp_path):

@@ -14,7 +14,7 @@ import warnings
 
 import pytest
 
-from conftest import ENGLISH, FIXTURES, GERMAN, ORT_THREADS
+from conftest import ENGLISH, FIXTURES, GERMAN, ORT_THREADS, invoke
 from mtkit.benchmarks.language_id import short_inputs
 from mtkit.runtime import Translator, language_id
 from mtkit.runtime.cli import main
@@ -124,13 +124,7 @@ def test_an_uncertain_detection_warns_and_translates(fixture_translator):
 
 def cli(capsys, monkeypatch, bundle, *args) -> tuple[int, str, str]:
     monkeypatch.setenv("MT_MODEL", str(bundle))
-    try:
-        main(["--threads", str(ORT_THREADS), "--beam-size", "1", *args])
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", *args], capsys)
 
 
 def test_jsonl_says_what_was_detected_and_translated(capsys, monkeypatch, fixture_bundle):
