@@ -80,13 +80,14 @@ def merge_rounds(rounds: list[dict]) -> dict:
 
 
 def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text: str) -> list[str] | None:
-    """A fresh process that loads the model and translates `text` (beam 4, as the CLIs do by default)."""
+    """A fresh process that loads the model and translates `text` (beam 4, as the CLIs do by default).
+    The source language is given, as CT2's runner is told it: no language detection is timed."""
     if spec.kind == "ort":
         exe = Path(sys.executable).parent / "mt-translate"
         prefix = [str(exe)] if exe.is_file() else [sys.executable, "-m", "mtkit.runtime.cli"]
-        return prefix + ["-m", artifacts["bundle"], "--to", cfg.tgt_lang, "--variant", spec.precision,
-                         "--provider", spec.device, "--threads", str(cfg.threads), "--beam-size",
-                         str(cfg.beam_size), "-q", text]
+        return prefix + ["-m", artifacts["bundle"], "--from", cfg.src_lang, "--to", cfg.tgt_lang,
+                         "--variant", spec.precision, "--provider", spec.device, "--threads", str(cfg.threads),
+                         "--beam-size", str(cfg.beam_size), "-q", text]
     if spec.kind == "ct2":
         compute = {"fp32": "float32", "int8": "int8", "fp16": "float16"}[spec.precision]
         model = artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"]
