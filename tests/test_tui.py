@@ -19,6 +19,7 @@ import io
 import re
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -108,7 +109,8 @@ class StandIn:
     """Has what the TUI uses of `runtime.Translator`: the same constructor and `translate`
     signatures, `path`, `provider`, `provider_note`, `variant`, `config` (a real BundleConfig)
     and `languages`; returns the runtime's own Translation / Hypothesis / Alignment objects.
-    `delay` (seconds) makes each translate call slow; `fail_with` makes it raise. CUDA never
+    `delay` (seconds) makes each translate call slow; `gate` (a threading.Event), when given, holds
+    each call until the test sets it; `fail_with` makes it raise. CUDA never
     initializes, as on a machine without it. Every call is recorded in `calls`."""
 
     loads: list[tuple[str | None, str]] = []    # (path, provider) of every construction, per test
@@ -130,6 +132,7 @@ class StandIn:
             variants={"fp32": {"precision": "fp32"}})
         self.languages = ["de", "en"]
         self.delay = 0.0
+        self.gate: threading.Event | None = None
         self.fail_with: Exception | None = None
         self.calls: list[Call] = []
 
@@ -139,6 +142,8 @@ class StandIn:
         options = replace(options or DecodeOptions(), **overrides)      # checked as the runtime checks them
         self.calls.append(Call(list(texts), to, options))
         time.sleep(self.delay)
+        if self.gate is not None and not self.gate.wait(timeout=60):
+            raise TimeoutError("the test never released the stand-in translator")
         if self.fail_with is not None:
             raise self.fail_with
         if to not in self.languages:
@@ -210,7 +215,7 @@ async def test_translate_key_and_stale_results(stand_in):
         # Slow decoding: while "Erster Satz" decodes, the text changes twice. Its result comes
         # back stale and is dropped; "Zweiter Satz" goes stale waiting for the decoder and is
         # never decoded; only the newest text is translated and shown.
-        translator.delay = 1.0      # long enough for the edits below to land while it decodes, on a busy machine
+        translator.gate = threading.Event()     # decoding holds until the edits below have landed
         await replace_source(pilot, "Erster Satz")
         await pilot.press("f5")
         for _ in range(250):
@@ -222,6 +227,7 @@ async def test_translate_key_and_stale_results(stand_in):
         await pilot.press("f5")
         await replace_source(pilot, "Dritter Satz")
         await pilot.press("f5")
+        translator.gate.set()
         await settle(pilot)
         assert [c.texts for c in translator.calls] == [["Hallo Welt"], ["Erster Satz"], ["Dritter Satz"]]
         assert app.target_text == fake("Dritter Satz", "en") and app.outcome.source == "Dritter Satz"
