@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One device `run` of the GPU training runbook (docs/gpu_runbook.md): install what the GPU image
+# lacks, train for at most SECONDS (then mt-train's own SIGINT handling saves last.pt), and put the
+# run's log, metrics and fp16 weights under $OUT in parts under the 16 MiB a returned file may have.
+#   bash devtools/gpu_train.sh SECONDS [CONFIG] [EPOCHS]
+# The first call starts from the shipped weights (or .gpu/init.pt when present); later calls on the
+# same warm machine resume runs/gpu. The corpora come from .gpu/data (MT_DATA_DIR).
+set -euo pipefail
+seconds=${1:?seconds to train}
+config=${2:-configs/deen_v2.toml}
+epochs=${3:-12}
+out=${OUT:-/tmp/gpu-out}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+
+if ! python3 -c "import mtkit.train" 2>/dev/null; then
+    if compgen -G ".gpu/whl/*.whl" >/dev/null; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .gpu/whl/*.whl
+    fi
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir .
+fi
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+
+export MT_DATA_DIR="$PWD/.gpu/data" PYTHONUNBUFFERED=1
+if [[ -f runs/gpu/checkpoints/last.pt ]]; then
+    start=(--resume)
+else
+    init=models/de-en/checkpoint.fp16.pt
+    [[ -f .gpu/init.pt ]] && init=.gpu/init.pt
+    start=(--init-from "$init")
+fi
+status=0
+timeout -s INT -k 60 "$seconds" mt-train "$config" "${start[@]}" --epochs "$epochs" --output-dir runs/gpu \
+    2>&1 | tee -a "$out/train.log" || status=$?
+echo "mt-train exit status: $status (124: stopped at the time limit, last.pt saved)"
+
+cp runs/gpu/metrics.jsonl "$out/" 2>/dev/null || true
+python3 - "$out" <<'PY'
+import sys
+from pathlib import Path
+from mtkit.export.ship import half_precision_checkpoint
+ckpts = Path("runs/gpu/checkpoints")
+source = max((p for p in (ckpts / "averaged.pt", ckpts / "last.pt") if p.is_file()), key=lambda p: p.stat().st_mtime)
+half_precision_checkpoint(source, Path(sys.argv[1]) / "weights.fp16.pt")   # what --init-from and mt-export read
+print("weights from", source)
+PY
+split -b 15M -d "$out/weights.fp16.pt" "$out/weights.fp16.pt.part"
+rm "$out/weights.fp16.pt"
+ls -la "$out"
