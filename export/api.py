@@ -19,6 +19,8 @@ import sentencepiece as spm
 
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime import checksums
+from mtkit.runtime.errors import ModelLoadError, ProviderError
+from mtkit.runtime.onnx_backend import PROVIDERS, cuda_available
 from mtkit.train.checkpoint import load_model
 
 from . import bundle, graphs, int8, optimize, parity, variants
@@ -171,13 +173,12 @@ def _run_parity(model, sp, ckpt, data: parity.ParitySet, staging, config, progre
     report = {"sentences": len(data.sources), "source": data.origin, "target_lang": data.target_lang,
               "references": data.references is not None, "tolerance_fp32": parity.FP32_TOLERANCE,
               "beam_size": parity.BEAM, "pytorch_bleu": checker.torch_bleu, "variants": {}}
-    for variant, entry in config.variants.items():   # fp32 first: a failure there ends the export
-        enc, dec = staging / entry["encoder"], staging / entry["decoder"]
+    for variant in config.variants:   # fp32 first: a failure there ends the export
         if variant == "fp16":
-            report["variants"][variant] = _fp16_parity(checker, enc, dec, config, progress)
+            report["variants"][variant] = _fp16_parity(checker, staging, config, progress)
         else:
             progress(f"parity: {variant}")
-            report["variants"][variant] = {"run": True, **checker.check_variant(enc, dec, config)}
+            report["variants"][variant] = {"run": True, **checker.check_variant(staging, config, variant)}
         if variant == "fp32":
             failures = parity.fp32_failures(report["variants"]["fp32"])
             report["passed"] = not failures
@@ -190,20 +191,22 @@ def _run_parity(model, sp, ckpt, data: parity.ParitySet, staging, config, progre
     return report
 
 
-# ONNX Runtime's own exception types (NOT_IMPLEMENTED for a missing fp16 kernel, and friends).
+# ONNX Runtime's own exception types, raised by a run (the runtime turns those of loading into
+# ModelLoadError): NOT_IMPLEMENTED for a missing fp16 kernel, and friends.
 ORT_ERRORS = tuple(getattr(ort.capi.onnxruntime_pybind11_state, name) for name in
                    ("Fail", "NotImplemented", "RuntimeException", "InvalidGraph", "InvalidArgument", "EPFail"))
 
 
-def _fp16_parity(checker, encoder: Path, decoder: Path, config, progress) -> dict:
+def _fp16_parity(checker, staging: Path, config, progress) -> dict:
     """fp16 is meant for CUDA. Without it, try ORT's CPU provider, which lacks fp16 kernels for
-    some ops in some builds; if it cannot run the graphs, record that parity was not run here."""
-    provider = "CUDAExecutionProvider" if "CUDAExecutionProvider" in ort.get_available_providers() \
-        else "CPUExecutionProvider"
-    progress(f"parity: fp16 on {provider}")
+    some ops in some builds; if the runtime cannot load or run the graphs on the provider, record
+    that parity was not run here, and why."""
+    provider = "cuda" if cuda_available() else "cpu"
+    name = PROVIDERS[provider]
+    progress(f"parity: fp16 on {name}")
     try:
-        return {"run": True, **checker.check_variant(encoder, decoder, config, provider)}
-    except ORT_ERRORS as e:
-        return {"run": False, "provider": provider,
-                "reason": f"fp16 parity not run on this machine: ONNX Runtime {provider} cannot run the fp16 "
+        return {"run": True, **checker.check_variant(staging, config, "fp16", provider)}
+    except (ModelLoadError, ProviderError, *ORT_ERRORS) as e:
+        return {"run": False, "provider": name,
+                "reason": f"fp16 parity not run on this machine: ONNX Runtime {name} cannot run the fp16 "
                           f"graphs ({type(e).__name__}: {str(e).strip().splitlines()[0][:300]})"}

@@ -2,11 +2,13 @@
 
 Checked per variant, on batches that mix source lengths (so padding is exercised):
   * encoder outputs (encoder_out and every cross key/value) against `model.encode` / `model.cross_kv`;
-  * decoder logits over a whole teacher-forced decode with the KV cache (one token a step, then a
-    multi-token chunk after a non-empty past) against PyTorch's cached decode and against its full
-    uncached forward pass `model(src, mask, tgt_in)`;
-  * greedy and beam-4 outputs of `runtime/search.py`, run over TorchBackend and OnnxBackend with
-    the same DecodeOptions, compared token for token with the tie-aware rule of
+  * decoder logits over a whole teacher-forced decode with the runtime's KV cache
+    (`OnnxBackend.teacher_force`: one token a step, then a multi-token chunk after a non-empty
+    past) against PyTorch's cached decode and against its full uncached forward pass
+    `model(src, mask, tgt_in)`;
+  * greedy and beam-4 outputs of `runtime/search.py`, run over TorchBackend and the runtime's own
+    ONNX backend (opened by `runtime/translator.open_backend`, as mt-translate opens it) with the
+    same DecodeOptions, compared token for token with the tie-aware rule of
     `runtime/agreement.py` (a difference counts only where PyTorch itself had a near-tie);
   * BLEU of each variant when references are known.
 fp32 must match (logits within 1e-4, every greedy and beam output identical or parted at a
@@ -20,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import sacrebleu
 import sentencepiece as spm
 import torch
@@ -28,8 +29,9 @@ import torch
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.agreement import logprobs_along, mismatch
 from mtkit.runtime.batching import decode_all, pad_batch
-from mtkit.runtime.onnx_backend import OnnxBackend
+from mtkit.runtime.onnx_backend import PROVIDERS, OnnxBackend, SessionSettings
 from mtkit.runtime.search import DecodeOptions
+from mtkit.runtime.translator import open_backend
 from mtkit.runtime.vocab import BOS_ID, source_ids
 from mtkit.train.checkpoint import Checkpoint
 from mtkit.train.config import RunConfig
@@ -110,12 +112,19 @@ def load_parity_set(ckpt: Checkpoint, checkpoint: Path, parity_data: Path | None
     return ParitySet([p.src for p in pairs], [p.tgt for p in pairs], lang, f"dev set of {run.name}")
 
 
-def session(path: Path, provider: str = "CPUExecutionProvider") -> ort.InferenceSession:
-    opts = ort.SessionOptions()
+def session_settings() -> SessionSettings:
+    """The runtime's session settings, with OMP_NUM_THREADS intra-op threads (ORT's default when
+    unset) and no optimized copy in the runtime's cache: a staging directory's graphs are loaded
+    only here."""
     threads = int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
-    if threads:
-        opts.intra_op_num_threads = threads
-    return ort.InferenceSession(str(path), opts, providers=[provider])
+    return SessionSettings(threads=threads or None, cache_optimized=False)
+
+
+def chunks(steps: int) -> list[tuple[int, int]]:
+    """(start, end) of each decoder call over `steps` target positions: one token a step for the
+    first half, then the rest as one chunk after a non-empty past."""
+    split = max(steps // 2, 1)
+    return [(t, t + 1) for t in range(split)] + ([(split, steps)] if split < steps else [])
 
 
 class ParityChecker:
@@ -155,11 +164,11 @@ class ParityChecker:
 
     # ----- tensor-level checks --------------------------------------------------------------
     @torch.no_grad()
-    def tensor_diffs(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession) -> dict:
-        """Largest absolute differences of encoder outputs and of decoder logits (cached and chunked
-        ONNX decode vs PyTorch's cached decode and its full forward pass)."""
-        model, layers = self.model, self.model.cfg.decoder_layers
-        enc_names = bf.tensor_names(layers)["encoder"]["outputs"]
+    def tensor_diffs(self, backend: OnnxBackend) -> dict:
+        """Largest absolute differences of encoder outputs and of decoder logits (the backend's
+        cached and chunked decode vs PyTorch's cached decode and its full forward pass)."""
+        model = self.model
+        enc_names = backend.names.encoder_outputs
         enc_diff = logit_vs_cached = logit_vs_full = attn_diff = 0.0
         padded_batches = 0
         for batch in self.batches:
@@ -171,7 +180,8 @@ class ParityChecker:
             memory = model.encode(ids_t, mask_t)
             cross = model.cross_kv(memory)
             reference = [memory] + [t for kv in cross for t in kv]
-            outputs = encoder.run(enc_names, {bf.SRC_IDS: src_ids, bf.SRC_MASK: src_mask})
+            # The backend's `start` keeps only the cross keys/values: encoder_out is read here.
+            outputs = backend.encoder.run(enc_names, {backend.names.src_ids: src_ids, backend.names.src_mask: src_mask})
             enc_diff = max(enc_diff, *(_maxdiff(o, r) for o, r in zip(outputs, reference)))
 
             # PyTorch: cached decode one token a step, and the full uncached forward pass.
@@ -183,10 +193,11 @@ class ParityChecker:
             cached, cached_attn = torch.cat(cached, 1).numpy(), torch.cat(cached_attn, 1).numpy()
             full = model(ids_t, mask_t, tgt_t).numpy()
 
-            # ONNX: the cross keys/values from the ONNX encoder, one token a step for the first
-            # half, then the rest as one multi-token chunk after a non-empty past.
-            onnx_cross = dict(zip(enc_names[1:], outputs[1:]))
-            onnx_logits, onnx_attn = self._onnx_decode(decoder, tgt_ids, src_mask, onnx_cross)
+            # ONNX: the runtime's own decode, with the cross keys/values of its encoder.
+            state = backend.start(src_ids, src_mask)
+            calls = [backend.teacher_force(state, tgt_ids[:, a:b], need_attention=True)
+                     for a, b in chunks(tgt_ids.shape[1])]
+            onnx_logits, onnx_attn = (np.concatenate(parts, 1) for parts in zip(*calls))
             logit_vs_cached = max(logit_vs_cached, _maxdiff(onnx_logits, cached))
             logit_vs_full = max(logit_vs_full, _maxdiff(onnx_logits, full))
             attn_diff = max(attn_diff, _maxdiff(onnx_attn, cached_attn))
@@ -200,31 +211,14 @@ class ParityChecker:
             "batches_with_padding": padded_batches,
         }
 
-    def _onnx_decode(self, decoder, tgt_ids, src_mask, cross):
-        layers, cfg = self.model.cfg.decoder_layers, self.model.cfg
-        names = bf.tensor_names(layers)["decoder"]["outputs"]
-        past_names = [n for i in range(layers) for n in (bf.past_key(i), bf.past_value(i))]
-        past_type = {i.name: i.type for i in decoder.get_inputs()}[bf.past_key(0)]
-        dtype = np.float16 if "float16" in past_type else np.float32
-        empty = np.zeros((tgt_ids.shape[0], cfg.n_heads, 0, cfg.head_dim), dtype=dtype)
-        past = {n: empty for n in past_names}
-        steps = tgt_ids.shape[1]
-        split = max(steps // 2, 1)
-        chunks = [(t, t + 1) for t in range(split)] + ([(split, steps)] if split < steps else [])
-        logits, attn = [], []
-        for start, end in chunks:
-            outputs = decoder.run(names, {bf.TGT_IDS: tgt_ids[:, start:end], bf.SRC_MASK: src_mask, **past, **cross})
-            logits.append(outputs[0].astype(np.float32))
-            attn.append(outputs[-1].astype(np.float32))
-            past = dict(zip(past_names, outputs[1:-1]))
-        return np.concatenate(logits, 1), np.concatenate(attn, 1)
-
     # ----- search-level checks ----------------------------------------------------------------
-    def check_variant(self, encoder_path: Path, decoder_path: Path, config: bf.BundleConfig,
-                      provider: str = "CPUExecutionProvider") -> dict:
-        encoder, decoder = session(encoder_path, provider), session(decoder_path, provider)
-        report = self.tensor_diffs(encoder, decoder)
-        backend = OnnxBackend(encoder, decoder, config)
+    def check_variant(self, directory: Path, config: bf.BundleConfig, variant: str, provider: str = "cpu",
+                      io_binding: bool | None = None) -> dict:
+        """The report on one variant of the bundle in `directory`, opened by the runtime on `provider`
+        ("cpu" or "cuda"; IOBinding by default on CUDA). The runtime's ModelLoadError or
+        ProviderError when it cannot open the variant there."""
+        _, backend = open_backend(directory, config, variant, provider, session_settings(), io_binding)
+        report = self.tensor_diffs(backend)
         greedy = self._tokens(decode_all(backend, self.sources, self.greedy_opts))
         beam = self._tokens(decode_all(backend, self.sources, self.beam_opts))
         n = len(self.sources)
@@ -239,7 +233,7 @@ class ParityChecker:
             "tie_tolerance": TIE_TOLERANCE,
             "bleu": bleu,
             "bleu_delta_vs_pytorch": None if bleu is None else round(bleu - self.torch_bleu, 2),
-            "provider": provider,
+            "provider": PROVIDERS[provider],
         }
         return report
 

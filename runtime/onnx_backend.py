@@ -8,6 +8,9 @@ Two backends share one interface:
   head's top-k, or the logits) comes back to the host.
   It runs with device "cpu" too, which is how the tests check it against `OnnxBackend`.
 
+Besides the search's one token a step, `teacher_force` feeds known tokens [N,T] in one call and
+returns every position's logits: the export's parity check compares those with PyTorch.
+
 Cross-attention keys/values depend only on the source sentence, so both backends track which
 sentence each state row belongs to and re-gather them only when that changes (a sentence
 finishing, or the first beam expansion), not on every beam reorder.
@@ -176,6 +179,12 @@ def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig,
                              f"{bf.CONFIG_FILE} ({config.decoder_layers} decoder layers)")
 
 
+def token_rows(tokens: np.ndarray) -> np.ndarray:
+    """The decoder's tgt_ids, int64 [N,T]: a search step's one token per row [N] becomes [N,1]."""
+    tokens = np.ascontiguousarray(tokens, dtype=np.int64)
+    return tokens.reshape(-1, 1) if tokens.ndim == 1 else tokens
+
+
 def first_rows(rows: np.ndarray, have: np.ndarray) -> np.ndarray | None:
     """Index into `have` (the sentence of each materialized row) giving sentence `rows[i]` for each i,
     or None when `have` already equals `rows`."""
@@ -222,10 +231,8 @@ class OnnxBackend:
         return OnnxState(src_mask, dict(zip(self.cross_names, outputs)), self._empty_past(len(rows)), rows, rows)
 
     def step(self, state: OnnxState, tokens: np.ndarray, need_attention: bool = False):
-        names = [self.names.logits] + ([self.names.cross_attention] if need_attention else [])
-        outputs = self._run(state, tokens, names)
-        attention = outputs[1][:, -1].astype(np.float32) if need_attention else None
-        return outputs[0][:, -1].astype(np.float32, copy=False), attention
+        logits, attention = self.teacher_force(state, tokens, need_attention)
+        return logits[:, -1], (attention[:, -1] if need_attention else None)
 
     def step_top(self, state: OnnxState, tokens: np.ndarray):
         """A step through the graph's search head: each row's `search_head_k` best log-probs (best
@@ -239,12 +246,22 @@ class OnnxBackend:
             for name in state.past:      # one tensor at a time: each old one is freed before the next copy
                 state.past[name] = self._take(state.past[name], rows)
 
+    def teacher_force(self, state: OnnxState, tokens: np.ndarray, need_attention: bool = False):
+        """Feed known tokens [N,T] (or one a row, [N]) after the state's cache, in one decoder call;
+        return float32 logits [N,T,V] and, if asked, the cross-attention [N,T,S] of every position.
+        The cache grows by T positions, so a decode may go on from there."""
+        names = [self.names.logits] + ([self.names.cross_attention] if need_attention else [])
+        outputs = self._run(state, tokens, names)
+        attention = outputs[1].astype(np.float32) if need_attention else None
+        return outputs[0].astype(np.float32, copy=False), attention
+
     # Helpers the IOBinding backend overrides.
 
     def _run(self, state: OnnxState, tokens: np.ndarray, names: list[str]) -> list:
-        """One decoder step: the new caches become the state's past; returns the outputs `names`."""
+        """One decoder call on `tokens` ([N] or [N,T]): the new caches become the state's past;
+        returns the outputs `names`."""
         self._align_cross(state)
-        feeds = {self.names.tgt_ids: tokens.astype(np.int64, copy=False).reshape(-1, 1),
+        feeds = {self.names.tgt_ids: token_rows(tokens),
                  self.names.src_mask: state.src_mask,
                  **state.past, **state.cross}
         outputs = self.decoder.run(names + self.present_names, feeds)
@@ -293,7 +310,7 @@ class IOBindingBackend(OnnxBackend):
     def _run(self, state: OnnxState, tokens: np.ndarray, names: list[str]) -> list:
         self._align_cross(state)
         binding = self.decoder.io_binding()
-        binding.bind_cpu_input(self.names.tgt_ids, np.ascontiguousarray(tokens, dtype=np.int64).reshape(-1, 1))
+        binding.bind_cpu_input(self.names.tgt_ids, token_rows(tokens))
         binding.bind_cpu_input(self.names.src_mask, np.ascontiguousarray(state.src_mask))   # [N,S] bools: tiny
         for name, value in (*state.past.items(), *state.cross.items()):
             if isinstance(value, np.ndarray):           # the empty cache of the first step

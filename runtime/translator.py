@@ -165,6 +165,19 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
     return variant, encoder, decoder
 
 
+def open_backend(directory: Path, config: BundleConfig, variant: str, provider: str, settings,
+                 io_binding: bool | None = None):
+    """(variant, backend) for a variant as `open_graphs` chooses it: an IOBindingBackend, which keeps
+    the KV cache on the device, when `io_binding` (default: on CUDA only), else an OnnxBackend."""
+    from .onnx_backend import IOBindingBackend, OnnxBackend
+
+    variant, encoder, decoder = open_graphs(directory, config, variant, provider, settings)
+    use_binding = provider == "cuda" if io_binding is None else io_binding
+    if use_binding:
+        return variant, IOBindingBackend(encoder, decoder, config, device=provider, settings=settings)
+    return variant, OnnxBackend(encoder, decoder, config)
+
+
 class Translator:
     def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
                  variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
@@ -178,7 +191,7 @@ class Translator:
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
         """
-        from .onnx_backend import IOBindingBackend, OnnxBackend, SessionSettings, cuda_available
+        from .onnx_backend import SessionSettings, cuda_available
 
         if provider not in ("cpu", "cuda", "auto"):
             raise TranslationError(f"unknown provider {provider!r} (expected cpu, cuda or auto)")
@@ -196,21 +209,18 @@ class Translator:
             settings = SessionSettings(threads=threads, graph_optimization=graph_optimization, memory_arena=memory_arena,
                                        spinning=spinning)
             self.provider_note = ""       # why "auto" chose what it chose
-            graphs = None
+            opened = None
             if provider == "auto":
                 provider, self.provider_note = "cpu", "this onnxruntime build has no CUDA provider"
                 if cuda_available():
                     try:
-                        graphs = open_graphs(directory, config, variant, "cuda", settings)
+                        opened = open_backend(directory, config, variant, "cuda", settings, io_binding)
                         provider, self.provider_note = "cuda", "CUDA is available and initialized"
                     except ProviderError as e:
                         self.provider_note = f"CUDA did not initialize: {e}"
-            if graphs is None:
-                graphs = open_graphs(directory, config, variant, provider, settings)
-            chosen_variant, encoder, decoder = graphs
-            use_binding = provider == "cuda" if io_binding is None else io_binding
-            backend = (IOBindingBackend(encoder, decoder, config, device=provider, settings=settings)
-                       if use_binding else OnnxBackend(encoder, decoder, config))
+            if opened is None:
+                opened = open_backend(directory, config, variant, provider, settings, io_binding)
+            chosen_variant, backend = opened
         except BundleError as e:
             raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
         self._setup(backend, tokenizer, config, directory, provider, chosen_variant,

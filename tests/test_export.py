@@ -17,11 +17,14 @@ from click.testing import CliRunner
 
 from conftest import ENGLISH, GERMAN, PAIRS
 from mtkit.export import ExportError, ParityError, default_output, export_bundle
+from mtkit.export import api as export_api
 from mtkit.export import graphs as export_graphs_module
 from mtkit.export.cli import main as cli_main
 from mtkit.runtime import bundle_format as bf
+from mtkit.runtime import onnx_backend
 from mtkit.runtime.bundle_format import BundleConfig, BundleError
 from mtkit.runtime.checksums import file_sha256
+from mtkit.runtime.errors import ModelLoadError
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 
@@ -236,6 +239,33 @@ def test_fp16_variant(fixture_checkpoint, tmp_path):
     assert fp16["run"], fp16.get("reason")              # ONNX Runtime's CPU provider runs fp16 graphs
     assert 0.0 < fp16["max_abs_logit_diff"] < 0.1
     assert fp16["greedy_differences"] == []             # the fixture's margins dwarf fp16 rounding
+
+
+@pytest.mark.parametrize("failure", ["load", "provider"])
+def test_fp16_parity_the_runtime_cannot_run_is_not_run_with_a_reason(fixture_checkpoint, tmp_path, monkeypatch,
+                                                                     failure):
+    """fp16 graphs the runtime cannot load on the provider (a kernel missing from ORT's CPU build), or a
+    CUDA provider that does not start: the export still finishes, and says why fp16 parity was not run."""
+    if failure == "load":
+        real = onnx_backend.create_session
+
+        def create_session(model, provider, settings, name=""):
+            if str(model).endswith(".fp16.onnx"):
+                raise ModelLoadError(f"{model}: not a usable ONNX model (NOT_IMPLEMENTED: no fp16 kernel)")
+            return real(model, provider, settings, name)
+        monkeypatch.setattr(onnx_backend, "create_session", create_session)
+        provider, error = "CPUExecutionProvider", "ModelLoadError"
+    else:
+        if onnx_backend.cuda_available():
+            pytest.skip("needs an onnxruntime build without the CUDA provider")
+        monkeypatch.setattr(export_api, "cuda_available", lambda: True)   # the runtime then refuses CUDA
+        provider, error = "CUDAExecutionProvider", "ProviderError"
+    report = export_bundle(fixture_checkpoint, tmp_path / "b", fp16=True, **FAST)
+    fp16 = report.parity["variants"]["fp16"]
+    assert fp16["run"] is False and fp16["provider"] == provider
+    assert fp16["reason"].startswith("fp16 parity not run on this machine") and error in fp16["reason"]
+    assert report.parity["passed"] is True and report.config.parity["fp16"] == {"run": False}
+    assert json.loads((report.path / bf.PARITY_FILE).read_text())["variants"]["fp16"] == fp16
 
 
 def test_parity_data_file(fixture_checkpoint, tmp_path):

@@ -121,19 +121,35 @@ def test_parity_report_in_the_bundle(fixture_bundle):
     assert int8["bleu_delta_vs_fp32"] == pytest.approx(int8["bleu"] - fp32["bleu"], abs=0.011)
 
 
-def test_checker_on_the_dev_set(fixture_checkpoint, fixture_bundle):
-    """The checker used by the export, run directly: the dev set decodes identically in ONNX fp32."""
+@pytest.fixture(scope="module")
+def checker(fixture_checkpoint, fixture_bundle):
+    """The checker used by the export, on the first 16 sentences of the fixture's dev set."""
     ckpt, model = load_model(fixture_checkpoint)
     data = parity.load_parity_set(ckpt, fixture_checkpoint, None, None, limit=16)
     assert data.references is not None and len(data.sources) == 16
     expected = [p.src for p in RunConfig.from_dict(ckpt.run_config).load_split("dev")][:16]
     assert data.sources == expected
     sp = spm.SentencePieceProcessor(model_file=str(fixture_bundle / bf.TOKENIZER_FILE))
-    checker = parity.ParityChecker(model, sp, data, ckpt.language_tags[data.target_lang])
-    config = BundleConfig.load(fixture_bundle)
-    report = checker.check_variant(fixture_bundle / "encoder.onnx", fixture_bundle / "decoder.onnx", config)
+    return parity.ParityChecker(model, sp, data, ckpt.language_tags[data.target_lang])
+
+
+def test_checker_on_the_dev_set(checker, fixture_bundle):
+    """The checker run directly: the dev set decodes identically in ONNX fp32."""
+    report = checker.check_variant(fixture_bundle, BundleConfig.load(fixture_bundle), "fp32")
     assert parity.fp32_failures(report) == []
     assert report["batches_with_padding"] >= 1
+    assert report["provider"] == "CPUExecutionProvider"
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_iobinding_backend_gives_the_same_checks(checker, fixture_bundle, variant):
+    """Parity through the runtime's IOBinding backend (the CUDA path, run here on the CPU) measures
+    exactly what it measures through the plain backend: same kernels, the cache only kept elsewhere."""
+    config = BundleConfig.load(fixture_bundle)
+    plain = checker.check_variant(fixture_bundle, config, variant, io_binding=False)
+    bound = checker.check_variant(fixture_bundle, config, variant, io_binding=True)
+    assert bound == plain
+    assert plain["max_abs_logit_diff"] > 0.0          # the checks did compare something
 
 
 def test_failures_are_detected():

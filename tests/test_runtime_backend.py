@@ -7,10 +7,12 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from conftest import GERMAN, ORT_THREADS
+from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime import ProviderError, Translator, TranslationError
+from mtkit.runtime.batching import pad_batch
 from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
 from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows
+from mtkit.runtime.vocab import BOS_ID, PAD_ID, source_ids
 
 # Sentences the fixture model knows, so that both paths are far from any near-tie; one has two sentences.
 TEXTS = [GERMAN[0], f"{GERMAN[1]} {GERMAN[2]}", *GERMAN[3:7]]
@@ -54,6 +56,34 @@ def test_iobinding_cache_stays_in_ortvalues(bound):
     assert logits.shape == (3, bound.config.vocab_size)
     assert all(isinstance(v, ort.OrtValue) for v in [*state.past.values(), *state.cross.values()])
     assert state.past["past_key_0"].shape()[:3] == [3, bound.config.n_heads, 2]
+
+
+@pytest.mark.parametrize("translator", ["plain", "bound"])
+def test_teacher_force_over_a_chunk_matches_stepping_token_by_token(request, translator):
+    """What export parity compares with PyTorch: known target tokens fed in one decoder call give every
+    position the logits (and cross-attention) of the search's one-token steps, and the cache grows
+    by the whole chunk, so stepping on from there continues the same decode."""
+    t = request.getfixturevalue(translator)
+    backend, tag = t.backend, t.tag_id("en")
+    src_ids, src_mask = pad_batch([source_ids(ids, tag, t.config.max_positions)
+                                   for ids in t.tokenizer.encode(GERMAN[:2])])
+    tgt_ids, _ = pad_batch([[BOS_ID, *ids] for ids in t.tokenizer.encode(ENGLISH[:2])])
+    assert not src_mask.all() or not (tgt_ids != PAD_ID).all(), "padding must be exercised"
+    steps = tgt_ids.shape[1] - 1                 # the last token is fed after the chunk
+
+    stepwise = backend.start(src_ids, src_mask)
+    stepped = [backend.step(stepwise, tgt_ids[:, i], need_attention=True) for i in range(steps + 1)]
+    chunked = backend.start(src_ids, src_mask)
+    logits, attention = backend.teacher_force(chunked, tgt_ids[:, :steps], need_attention=True)
+    assert logits.shape == (2, steps, t.config.vocab_size) and logits.dtype == np.float32
+    assert attention.shape == (2, steps, src_ids.shape[1])
+    np.testing.assert_allclose(logits, np.stack([s[0] for s in stepped[:steps]], 1), rtol=0, atol=1e-4)
+    np.testing.assert_allclose(attention, np.stack([s[1] for s in stepped[:steps]], 1), rtol=0, atol=1e-5)
+
+    last, _ = backend.step(chunked, tgt_ids[:, steps])
+    np.testing.assert_allclose(last, stepped[steps][0], rtol=0, atol=1e-4)
+    past = chunked.past[backend.past_names[0]]
+    assert (past.shape() if isinstance(past, ort.OrtValue) else list(past.shape))[2] == steps + 1
 
 
 def test_beam_reorders_do_not_regather_cross_attention_cache(plain):
