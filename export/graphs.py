@@ -4,13 +4,11 @@ The wrappers below only call `model.encode`, `model.cross_kv` and `model.decode`
 tensors into the names of `bundle_format.tensor_names`, so the graphs compute exactly the math
 that training used. The graph I/O contract is in runtime/bundle_format.py's docstring.
 
-We use the TorchScript exporter (`torch.onnx.export(..., dynamo=False)`). Why the dynamo exporter
-failed on a toy decoder with dynamic dims: torch.export specialises example dimensions of size 0
-or 1 to constants (its "0/1 specialization"), so tracing the first step (P = 0) or a one-token step
-(T = 1) fails with "Constraints violated (past_len)" / "(new_len)" (checked with torch 2.13); with the
-example sizes below (B=2, S=5, T=3, P=4) torch.export of DecoderGraph itself succeeds here, but the
-dynamo ONNX path also needs onnxscript, which this environment lacks, so we stay with TorchScript.
-Either way the examples avoid 0 and 1, so no dimension can be folded into a constant.
+The TorchScript exporter (`torch.onnx.export(..., dynamo=False)`) traces them: the dynamo exporter
+needs onnxscript, which is not among mtkit's dependencies. The example sizes (B=2, S=5, T=3, P=4)
+avoid 0 and 1 so that no dimension can be folded into a constant: torch.export specialises example
+dimensions of size 0 or 1 ("0/1 specialization"), so tracing the first step (P = 0) or a one-token
+step (T = 1) with dynamic dims fails ("Constraints violated (past_len)" / "(new_len)").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ONNX Runtime's dynamic quantization (DynamicQuantizeLinear) gives each activation tensor ONE
 scale, so the other sentences of a batch and their padding change every row's rounding: a
-sentence's translation depended on its batch (issue 16). Here every MatMul with a constant weight
+sentence's translation would depend on its batch (issue 16). Here every MatMul with a constant weight
 becomes, from standard ONNX ops:
 
     scale = max(|x| over the row) / 127                 one scale per row: [.., 1]

@@ -7,7 +7,7 @@ sha256 too (`mt-models verify` and `install`), which catches bytes changed in pl
 Files the runtime opens (the tokenizer and every variant's graphs) must be present. The others
 (parity.json, a shipped model's fp16 checkpoint and card) may be left out of a copy, as the wheel
 leaves out the checkpoint, but what is present must match. Bundles exported before checksums have
-no "files": they load as before, and `verify` says it has nothing to check against.
+no "files": they load without these checks, and `verify` says it has nothing to check against.
 
     python -m mtkit.runtime.checksums BUNDLE_DIR    # record the checksums of a bundle's files
                                                     # (after editing a shipped model's card)

@@ -54,7 +54,8 @@ def split(text: str) -> list[tuple[str, str]]:
     for line in re.split(r"(\n)", text):
         if line == "\n":
             if pieces:
-                pieces[-1] = (pieces[-1][0], pieces[-1][1] + "\n")
+                sentence, separator = pieces[-1]
+                pieces[-1] = (sentence, separator + "\n")
             else:
                 pieces.append(("", "\n"))
             continue

@@ -84,7 +84,7 @@ class Checkpoint:
         try:
             model_config = ModelConfig(**raw["model_config"])
             progress = TrainingProgress.from_dict(raw.get("progress", {}))
-        except (TypeError, AssertionError) as e:
+        except (TypeError, ValueError) as e:
             raise CheckpointError(f"{path}: unreadable config ({type(e).__name__}: {e})") from None
         resume = ResumeState(raw["optimizer"], raw["scheduler"], raw["rng"]) if "optimizer" in raw else None
         return cls(model=raw["model"], model_config=model_config, tokenizer_model=raw["tokenizer_model"],
@@ -111,13 +111,12 @@ class Checkpoint:
 def bundle_config(model: ModelConfig, language_tags: dict[str, int], directions, **more):
     """The one mapping from a `ModelConfig` to the bundle's model shape (config.json), with the
     runtime's special ids. Used by the export and by every PyTorch `Translator`."""
-    from mtkit.runtime.bundle_format import BundleConfig
-    from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+    from mtkit.runtime.bundle_format import SPECIAL_IDS, BundleConfig
 
     return BundleConfig(vocab_size=model.vocab_size, d_model=model.d_model, n_heads=model.n_heads,
                         head_dim=model.head_dim, encoder_layers=model.encoder_layers,
                         decoder_layers=model.decoder_layers, max_positions=model.max_positions,
-                        special_ids={"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
+                        special_ids=dict(SPECIAL_IDS),
                         language_tags=dict(language_tags), directions=[list(d) for d in directions],
                         **({"variants": {}} | more))
 
@@ -145,7 +144,7 @@ def load_model(path: Path) -> tuple[Checkpoint, Transformer]:
     try:
         model = Transformer(ckpt.model_config)
         model.load_state_dict(ckpt.model)
-    except (TypeError, AssertionError, RuntimeError) as e:
+    except (TypeError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{path}: model does not match its config ({type(e).__name__}: "
                               f"{str(e).splitlines()[0][:200]})") from None
     return ckpt, model.eval()

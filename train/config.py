@@ -128,7 +128,10 @@ class RunConfig:
             unknown = set(values) - known
             if unknown:
                 raise DataError(f"{path}: unknown key(s) in [{where}]: {', '.join(sorted(unknown))}")
-            return klass(**values)
+            try:
+                return klass(**values)
+            except ValueError as e:
+                raise DataError(f"{path}: [{where}] {e}") from None
 
         data = dict(raw.get("data", {}))
         for split in ("train", "dev", "test"):

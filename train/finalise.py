@@ -1,12 +1,24 @@
-"""The end of each epoch and of the run: keep the best `keep_best` epoch checkpoints by dev BLEU
-and the last `average_last`, average those last ones, and make the better model `final.pt`."""
+"""The end of each epoch and of the run: evaluate and checkpoint each epoch, keep the best
+`keep_best` epoch checkpoints by dev BLEU and the last `average_last`, stop early when dev BLEU no
+longer improves, and at the end average those last ones and make the better model `final.pt`."""
 
 from __future__ import annotations
 
+import json
+import math
+import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+import torch
+import torch.distributed as dist
+
+from .checkpoint import average_state_dicts, load_checkpoint
+from .model import Transformer
 from .state import BestEpoch, TrainingProgress
+
+if TYPE_CHECKING:
+    from .trainer import Trainer
 
 
 class Candidate(NamedTuple):
@@ -39,3 +51,68 @@ def checkpoints_to_average(progress: TrainingProgress, average_last: int) -> lis
         return []
     last = [Path(p) for p in progress.epoch_checkpoints[-average_last:] if Path(p).exists()]
     return last if len(last) > 1 else []
+
+
+def end_epoch(trainer: Trainer) -> bool:
+    """Evaluate, checkpoint and decide on early stopping. Returns True to stop."""
+    st, o = trainer.state, trainer.optim_cfg
+    stop = False
+    if trainer.is_main:
+        t0 = time.time()
+        loss = trainer.dev_loss()
+        bleu = trainer.dev_bleu()
+        epoch = st.epoch + 1
+        trainer.log(f"epoch {epoch}: dev loss {loss:.3f} ppl {math.exp(loss):.2f} BLEU {bleu:.2f} "
+                    f"({time.time() - t0:.0f}s to evaluate)")
+        trainer.append_metrics({"type": "dev", "epoch": epoch, "step": st.step, "dev_loss": loss,
+                                "dev_ppl": math.exp(loss), "dev_bleu": bleu})
+        path = trainer.checkpoint_dir / f"epoch{epoch:03d}.pt"
+        st.epoch, st.batch_in_epoch = epoch, 0
+        record_epoch(st, bleu, path)
+        trainer.checkpoint(full=False).save(path)
+        prune_epoch_checkpoints(st, o.keep_best, o.average_last)
+        trainer.save_last()
+        stop = o.patience > 0 and st.epochs_without_gain >= o.patience
+        if stop:
+            trainer.log(f"early stopping: no dev BLEU gain for {o.patience} epochs")
+    else:
+        st.epoch, st.batch_in_epoch = st.epoch + 1, 0
+    if trainer.world > 1:
+        flag = torch.tensor([int(stop)], device=trainer.device)
+        dist.broadcast(flag, 0)
+        stop = bool(flag.item())
+    return stop
+
+
+def end_run(trainer: Trainer) -> dict:
+    """Average the last N epoch checkpoints, pick the better of it and the best epoch, and write
+    `final.pt`, `summary.json` and the learning curve. Returns the summary ({} on ranks other than 0)."""
+    if not trainer.is_main:
+        return {}
+    st, o, out = trainer.state, trainer.optim_cfg, trainer.out
+    summary = {"steps": st.step, "epochs": st.epoch, "best": [list(b) for b in st.best[:o.keep_best]]}
+    candidates = []
+    if st.best:
+        candidates.append(Candidate("best epoch", st.best[0].bleu, Path(st.best[0].path)))
+    last = checkpoints_to_average(st, o.average_last)
+    if last:
+        averaged = Transformer(trainer.run.model).to(trainer.device)
+        averaged.load_state_dict(average_state_dicts(last))
+        bleu = trainer.dev_bleu(averaged)
+        ckpt = trainer.checkpoint(full=False)
+        ckpt.model, ckpt.averaged_from = averaged.state_dict(), [str(p) for p in last]
+        avg_path = trainer.checkpoint_dir / "averaged.pt"
+        ckpt.save(avg_path)
+        trainer.log(f"average of the last {len(last)} epochs: dev BLEU {bleu:.2f}")
+        summary["averaged_dev_bleu"] = bleu
+        candidates.append(Candidate(f"average of last {len(last)}", bleu, avg_path))
+    if candidates:
+        name, bleu, path = max(candidates, key=lambda c: c.bleu)
+        load_checkpoint(path).save(out / "final.pt")
+        summary |= {"final": name, "final_dev_bleu": bleu, "final_checkpoint": str(out / "final.pt")}
+        trainer.log(f"final model: {name} (dev BLEU {bleu:.2f}) -> {out / 'final.pt'}")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if trainer.metrics_path.exists():
+        from .plots import plot_learning_curve  # matplotlib only when a run ends
+        plot_learning_curve(trainer.metrics_path, out / "learning_curve.png")
+    return summary

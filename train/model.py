@@ -38,9 +38,13 @@ class ModelConfig:
     tie_embeddings: bool = True      # share source, target and output embeddings (joint vocabulary)
 
     def __post_init__(self):
-        assert self.d_model % self.n_heads == 0, "d_model must be divisible by n_heads"
-        assert self.activation in ("relu", "gelu")
-        assert self.positions in ("sinusoidal", "learned")
+        # ValueError, not assert: these values come from a user's config file or a checkpoint.
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be \"relu\" or \"gelu\", not {self.activation!r}")
+        if self.positions not in ("sinusoidal", "learned"):
+            raise ValueError(f"positions must be \"sinusoidal\" or \"learned\", not {self.positions!r}")
 
     @property
     def head_dim(self) -> int:

@@ -1,15 +1,14 @@
-"""The trainer: set-up (devices, DDP, data, tokenizer, model, optimizer), checkpoints (resume and
-warm start) and the run from first epoch to `final.pt`. The epoch itself is `loop.py`, dev loss
-and BLEU `evaluation.py`, best-k and averaging `finalise.py`, the progress and LR schedule `state.py`.
+"""The trainer: a run's parts (devices, DDP, data, tokenizer, model, optimizer) and the run from
+its first epoch to `final.pt`. The epoch itself is `loop.py`; dev loss and BLEU `evaluation.py`; the
+end of each epoch and of the run (best-k, early stopping, averaging) `finalise.py`; --resume and
+--init-from `resume.py`; the progress and LR schedule `state.py`.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-import math
 import os
-import random
 import signal
 import time
 from pathlib import Path
@@ -18,13 +17,14 @@ import torch
 import torch.distributed as dist
 from rich.console import Console
 
-from .checkpoint import Checkpoint, CheckpointError, Direction, ResumeState, average_state_dicts, load_checkpoint, load_model
+from .checkpoint import Checkpoint, Direction, ResumeState
 from .config import RunConfig
 from .data import CleaningReport
 from .evaluation import dev_bleu, dev_loss, encode_pairs
-from .finalise import Candidate, checkpoints_to_average, prune_epoch_checkpoints, record_epoch
+from .finalise import end_epoch, end_run
 from .loop import progress_bar, run_epoch, token_loss
 from .model import Transformer
+from .resume import load_warm_start, restore, rng_state, warm_start
 from .state import TrainingProgress, inverse_sqrt_schedule
 from .tokenizer import language_tag_ids, load_tokenizer, train_tokenizer
 
@@ -66,7 +66,7 @@ class Trainer:
         if resume and init_from:
             raise ValueError("pass either resume or init_from, not both")
         run = self.run
-        warm = self._load_warm_start(Path(init_from)) if init_from else None
+        warm = load_warm_start(Path(init_from), run.model) if init_from else None
         report = CleaningReport()
         train_pairs = run.load_split("train", report)
         dev_pairs = run.load_split("dev")
@@ -104,13 +104,17 @@ class Trainer:
         self.state = TrainingProgress()
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, inverse_sqrt_schedule(o.warmup_steps, lambda: self.state.rewarm_from))
+        last = self.checkpoint_dir / "last.pt"
         if resume:
-            self._restore(self.checkpoint_dir / "last.pt")
-        elif (self.checkpoint_dir / "last.pt").exists():
-            raise FileExistsError(f"{self.checkpoint_dir / 'last.pt'} exists: pass --resume to continue that run, "
-                                  f"or choose another output_dir")
+            self.state = restore(last, self.model, self.optimizer, self.scheduler, self.device)
+            self.log(f"resumed from {last}: epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch}, "
+                     f"step {self.state.step}")
+        elif last.exists():
+            raise FileExistsError(f"{last} exists: pass --resume to continue that run, or choose another output_dir")
         if warm:
-            self._warm_start(warm, Path(init_from))
+            warm_start(warm, self.model, self.optimizer, self.scheduler, self.state)
+            self.log(f"warm start from {init_from}: its weights and tokenizer, a fresh optimizer, "
+                     f"LR schedule from step {self.state.step} (epoch {self.state.epoch + 1})")
         self.ddp_model = self.model
         if self.world > 1:
             self.ddp_model = torch.nn.parallel.DistributedDataParallel(
@@ -119,14 +123,7 @@ class Trainer:
     # ----- checkpoints -------------------------------------------------------------------------
     def checkpoint(self, full: bool) -> Checkpoint:
         """This run as a checkpoint; `full` adds what --resume needs (optimizer, scheduler, RNG)."""
-        resume = None
-        if full:
-            resume = ResumeState(self.optimizer.state_dict(), self.scheduler.state_dict(), {
-                "torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-                "python": list(random.getstate()[1]),
-                "python_pos": random.getstate()[2],
-            })
+        resume = ResumeState(self.optimizer.state_dict(), self.scheduler.state_dict(), rng_state()) if full else None
         return Checkpoint(model=self.model.state_dict(), model_config=self.run.model,
                           tokenizer_model=self.sp.serialized_model_proto(), language_tags=self.tag_ids,
                           directions=self.directions(), languages=self.run.languages, run_config=self.run.to_dict(),
@@ -136,42 +133,6 @@ class Trainer:
         """The directions this run trains."""
         return sorted({Direction(c.src, c.tgt) for c in self.run.data.train} |
                       {Direction(c.tgt, c.src) for c in self.run.data.train if c.both_directions})
-
-    def _restore(self, path: Path) -> None:
-        ckpt = load_checkpoint(path, map_location=self.device)
-        if ckpt.resume is None:
-            raise CheckpointError(f"{path}: has no optimizer state to resume from")
-        self.model.load_state_dict(ckpt.model)
-        self.optimizer.load_state_dict(ckpt.resume.optimizer)
-        self.scheduler.load_state_dict(ckpt.resume.scheduler)
-        self.state = ckpt.progress
-        rng = ckpt.resume.rng
-        torch.set_rng_state(rng["torch"].cpu())
-        if rng["cuda"]:
-            torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
-        random.setstate((3, tuple(rng["python"]), rng["python_pos"]))
-        self.log(f"resumed from {path}: epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch}, "
-                 f"step {self.state.step}")
-
-    def _load_warm_start(self, path: Path) -> Checkpoint:
-        """The checkpoint to start from; CheckpointError unless it is a usable model of this config's shape."""
-        ckpt, _ = load_model(path)
-        ours = {k: v for k, v in self.run.model.to_dict().items() if k != "vocab_size"}
-        theirs = {k: ckpt.model_config.to_dict().get(k) for k in ours}
-        if ours != theirs:
-            diff = ", ".join(f"{k}: {theirs[k]!r} there, {ours[k]!r} here" for k in ours if ours[k] != theirs[k])
-            raise CheckpointError(f"{path}: its model differs from this config ({diff})")
-        return ckpt
-
-    def _warm_start(self, ckpt: Checkpoint, path: Path) -> None:
-        self.model.load_state_dict(ckpt.model)  # copies into our fp32 parameters, whatever it was stored in
-        self.state.step = self.state.rewarm_from = ckpt.progress.step
-        self.state.epoch = ckpt.progress.epoch
-        self.scheduler.last_epoch = self.state.step
-        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
-            group["lr"] = base * self.scheduler.lr_lambdas[0](self.state.step)
-        self.log(f"warm start from {path}: its weights and tokenizer, a fresh optimizer, "
-                 f"LR schedule from step {self.state.step} (epoch {self.state.epoch + 1})")
 
     def save_last(self) -> None:
         if self.is_main:
@@ -189,12 +150,12 @@ class Trainer:
                 while self.state.epoch < o.epochs:
                     if run_epoch(self, progress):
                         break  # max_steps reached
-                    if self._end_epoch():
+                    if end_epoch(self):
                         break  # early stopping
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-        summary = self.finish()
+        summary = end_run(self)
         if self.world > 1:
             # DDP's reducer holds gloo work objects; freed during interpreter shutdown, they abort the
             # process ("terminate called without an active exception"), so free them now.
@@ -225,67 +186,3 @@ class Trainer:
                          self.optim_cfg.dev_bleu_max_sentences, self.optim_cfg.eval_beam, self.device)
         self.model.train()
         return score
-
-    def _end_epoch(self) -> bool:
-        """Evaluate, checkpoint and decide on early stopping. Returns True to stop."""
-        st, o = self.state, self.optim_cfg
-        stop = False
-        if self.is_main:
-            t0 = time.time()
-            loss = self.dev_loss()
-            bleu = self.dev_bleu()
-            epoch = st.epoch + 1
-            self.log(f"epoch {epoch}: dev loss {loss:.3f} ppl {math.exp(loss):.2f} BLEU {bleu:.2f} "
-                     f"({time.time() - t0:.0f}s to evaluate)")
-            self.append_metrics({"type": "dev", "epoch": epoch, "step": st.step, "dev_loss": loss,
-                                 "dev_ppl": math.exp(loss), "dev_bleu": bleu})
-            path = self.checkpoint_dir / f"epoch{epoch:03d}.pt"
-            st.epoch, st.batch_in_epoch = epoch, 0
-            record_epoch(st, bleu, path)
-            self.checkpoint(full=False).save(path)
-            prune_epoch_checkpoints(st, o.keep_best, o.average_last)
-            self.save_last()
-            stop = o.patience > 0 and st.epochs_without_gain >= o.patience
-            if stop:
-                self.log(f"early stopping: no dev BLEU gain for {o.patience} epochs")
-        else:
-            st.epoch, st.batch_in_epoch = st.epoch + 1, 0
-        if self.world > 1:
-            flag = torch.tensor([int(stop)], device=self.device)
-            dist.broadcast(flag, 0)
-            stop = bool(flag.item())
-        return stop
-
-    # ----- finalisation ------------------------------------------------------------------------
-    def finish(self) -> dict:
-        """Average the last N epoch checkpoints, pick the better of it and the best epoch, and write
-        `final.pt`, `summary.json` and the learning curve."""
-        if not self.is_main:
-            return {}
-        st, o = self.state, self.optim_cfg
-        summary = {"steps": st.step, "epochs": st.epoch, "best": [list(b) for b in st.best[:o.keep_best]]}
-        candidates = []
-        if st.best:
-            candidates.append(Candidate("best epoch", st.best[0].bleu, Path(st.best[0].path)))
-        last = checkpoints_to_average(st, o.average_last)
-        if last:
-            averaged = Transformer(self.run.model).to(self.device)
-            averaged.load_state_dict(average_state_dicts(last))
-            bleu = self.dev_bleu(averaged)
-            ckpt = self.checkpoint(full=False)
-            ckpt.model, ckpt.averaged_from = averaged.state_dict(), [str(p) for p in last]
-            avg_path = self.checkpoint_dir / "averaged.pt"
-            ckpt.save(avg_path)
-            self.log(f"average of the last {len(last)} epochs: dev BLEU {bleu:.2f}")
-            summary["averaged_dev_bleu"] = bleu
-            candidates.append(Candidate(f"average of last {len(last)}", bleu, avg_path))
-        if candidates:
-            name, bleu, path = max(candidates, key=lambda c: c.bleu)
-            load_checkpoint(path).save(self.out / "final.pt")
-            summary |= {"final": name, "final_dev_bleu": bleu, "final_checkpoint": str(self.out / "final.pt")}
-            self.log(f"final model: {name} (dev BLEU {bleu:.2f}) -> {self.out / 'final.pt'}")
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        if self.metrics_path.exists():
-            from .plots import plot_learning_curve  # matplotlib only when a run ends
-            plot_learning_curve(self.metrics_path, self.out / "learning_curve.png")
-        return summary

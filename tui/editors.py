@@ -30,8 +30,9 @@ class Editors(Horizontal):
         if direction is None:
             self.source.border_title, self.target.border_title = "Source", "Translation"
         else:
-            self.source.border_title = f"{language_name(direction[0])} ({direction[0]})"
-            self.target.border_title = f"{language_name(direction[1])} ({direction[1]})"
+            source, target = direction
+            self.source.border_title = f"{language_name(source)} ({source})"
+            self.target.border_title = f"{language_name(target)} ({target})"
 
     def set_source(self, text: str, quiet: bool = False) -> None:
         """Replace the source text; `quiet`: without the Changed event that starts a translation."""

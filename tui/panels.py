@@ -3,6 +3,8 @@ the history of past translations, and the model's details."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer, Vertical, VerticalScroll
 from textual.widgets import Label, TabbedContent, TabPane
@@ -13,29 +15,35 @@ from .history_list import HistoryList
 from .model_info import ModelInfo
 from .state import Outcome, current_block
 
-# Panel name -> (tab id, title, key). The app binds the keys (alt+digit, as tabs in a browser: the
-# free F-keys are taken, F6 and F7 by the editors); help lists them.
+
+class Panel(NamedTuple):
+    tab: str        # the TabPane's id
+    title: str
+    key: str        # the app binds it; help lists it
+
+
+# The keys are alt+digit, as tabs in a browser: the free F-keys are taken, F6 and F7 by the editors.
 PANELS = {
-    "alternatives": ("tab-alternatives", "Alternatives", "alt+1"),
-    "alignment": ("tab-alignment", "Alignment", "alt+2"),
-    "history": ("tab-history", "History", "alt+3"),
-    "model": ("tab-model", "Model", "alt+4"),
+    "alternatives": Panel("tab-alternatives", "Alternatives", "alt+1"),
+    "alignment": Panel("tab-alignment", "Alignment", "alt+2"),
+    "history": Panel("tab-history", "History", "alt+3"),
+    "model": Panel("tab-model", "Model", "alt+4"),
 }
 
 
 class Panels(Vertical):
     def compose(self) -> ComposeResult:
         with TabbedContent(id="panels"):
-            with TabPane(PANELS["alternatives"][1], id=PANELS["alternatives"][0]):
+            with TabPane(PANELS["alternatives"].title, id=PANELS["alternatives"].tab):
                 with VerticalScroll():
                     yield Alternatives(id="alternatives")
-            with TabPane(PANELS["alignment"][1], id=PANELS["alignment"][0]):
+            with TabPane(PANELS["alignment"].title, id=PANELS["alignment"].tab):
                 yield Label("", id="alignment-caption", markup=False)
                 with ScrollableContainer(id="alignment-scroll"):
                     yield AlignmentView(id="alignment")
-            with TabPane(PANELS["history"][1], id=PANELS["history"][0]):
+            with TabPane(PANELS["history"].title, id=PANELS["history"].tab):
                 yield HistoryList(id="history")
-            with TabPane(PANELS["model"][1], id=PANELS["model"][0]):
+            with TabPane(PANELS["model"].title, id=PANELS["model"].tab):
                 with VerticalScroll():
                     yield ModelInfo(id="model-info")
 
@@ -44,7 +52,7 @@ class Panels(Vertical):
         self.query_one(ModelInfo).show_message("No model loaded. ctrl+o opens a bundle.")
 
     def open(self, panel: str) -> None:
-        self.query_one(TabbedContent).active = PANELS[panel][0]
+        self.query_one(TabbedContent).active = PANELS[panel].tab
         if panel == "history":
             self.query_one(HistoryList).focus()     # the one panel to act in: enter restores an entry
 

@@ -27,7 +27,7 @@ async def render(app: MTApp, text: str, panel: str, size: tuple[int, int], out: 
             await pilot.pause()
 
         await settle()
-        source = app.query_one("#source")
+        source = app.editors.source
         source.cursor_blink = False
         source.insert(text)
         await settle()
