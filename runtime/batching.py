@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -31,12 +32,30 @@ def pad_batch(sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOptions,
-               max_tokens: int = 4096, max_sentences: int = 64) -> list[Result]:
-    """Decode every source (encoder ids) and return the results in input order."""
+               max_tokens: int = 4096, max_sentences: int = 64, parallel_batches: int = 1) -> list[Result]:
+    """Decode every source (encoder ids) and return the results in input order.
+
+    With `parallel_batches` > 1, that many batches decode at once, in threads: ONNX Runtime releases
+    the GIL while it runs, and a decoder step's kernels are too small to keep every core busy from
+    one batch. Each batch then gets that share of the token and row budget, so the rows in flight,
+    and the memory their caches take, stay as with one batch at a time."""
     results: list[Result | None] = [None] * len(sources)
-    beam = max(opts.beam_size, 1)
-    for batch in length_batches([len(s) for s in sources], max_tokens // beam, max(max_sentences // beam, 1)):
+    rows = max(opts.beam_size, 1) * max(parallel_batches, 1)
+    batches = list(length_batches([len(s) for s in sources], max_tokens // rows, max(max_sentences // rows, 1)))
+
+    def run(batch: list[int]) -> list[Result]:
         src_ids, src_mask = pad_batch([sources[i] for i in batch])
-        for i, result in zip(batch, decode(backend, src_ids, src_mask, opts)):
+        return decode(backend, src_ids, src_mask, opts)
+
+    if parallel_batches > 1 and len(batches) > 1:
+        pool = ThreadPoolExecutor(min(parallel_batches, len(batches)), thread_name_prefix="mtkit-decode")
+        try:
+            decoded = list(pool.map(run, batches))
+        finally:     # on an error or Ctrl-C, batches not yet started are dropped, not waited for
+            pool.shutdown(wait=False, cancel_futures=True)
+    else:
+        decoded = map(run, batches)
+    for batch, batch_results in zip(batches, decoded):
+        for i, result in zip(batch, batch_results):
             results[i] = result
     return results

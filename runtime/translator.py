@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 import unicodedata
 import warnings
@@ -31,6 +32,12 @@ from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabular
 from .search import Hypothesis as SearchHypothesis
 from .sentences import split
 from .vocab import EOS_PIECE, source_ids
+
+
+# Batches decoded at once on the CPU. Two keep two cores busy through a decoder step's small kernels:
+# beam-4 throughput 1.19-1.24x of one batch at a time on a 2-core AMD EPYC, outputs identical
+# (benchmarks/PERF_NOTES.md). More would cut the row budget into batches too small to be efficient.
+PARALLEL_BATCHES = 2
 
 
 class LongInputWarning(UserWarning):
@@ -181,7 +188,8 @@ def open_backend(directory: Path, config: BundleConfig, variant: str, provider: 
 class Translator:
     def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
                  variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
-                 spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int = 4096, max_batch_sentences: int = 64):
+                 spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int = 4096,
+                 max_batch_sentences: int = 64, parallel_batches: int | None = None):
         """Load a bundle: a directory or a .tar.gz / .zip archive; None = the default model (`bundle.default_model`).
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
@@ -190,6 +198,9 @@ class Translator:
         graph_optimization ("disable" / "basic" / "extended" / "all"), memory_arena and spinning (idle
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
+        max_batch_tokens / max_batch_sentences: the padded tokens and rows (sentences x beam) decoded
+        together. parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU
+        with 2 or more threads, else 1; see `batching.decode_all`).
         """
         from .onnx_backend import SessionSettings, cuda_available
 
@@ -199,6 +210,8 @@ class Translator:
             raise TranslationError(f"unknown variant {variant!r} (expected auto, fp32, int8 or fp16)")
         if threads is not None and threads < 1:
             raise TranslationError(f"threads must be at least 1, not {threads}")
+        if parallel_batches is not None and parallel_batches < 1:
+            raise TranslationError(f"parallel_batches must be at least 1, not {parallel_batches}")
         if graph_optimization not in ("disable", "basic", "extended", "all"):
             raise TranslationError(f"unknown graph_optimization {graph_optimization!r} "
                                    "(expected disable, basic, extended or all)")
@@ -223,8 +236,10 @@ class Translator:
             chosen_variant, backend = opened
         except BundleError as e:
             raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
+        if parallel_batches is None:      # a GPU runs one batch at a time best; a 1-thread CPU gains nothing
+            parallel_batches = 1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or os.cpu_count() or 1)
         self._setup(backend, tokenizer, config, directory, provider, chosen_variant,
-                    max_batch_tokens, max_batch_sentences)
+                    max_batch_tokens, max_batch_sentences, parallel_batches)
 
     @classmethod
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
@@ -232,10 +247,11 @@ class Translator:
         """A Translator over any `search.DecoderBackend`, e.g. the PyTorch model (mt-eval on a checkpoint)."""
         self = cls.__new__(cls)
         self.provider_note = ""
-        self._setup(backend, tokenizer, config, Path(path), provider, variant, max_batch_tokens, max_batch_sentences)
+        self._setup(backend, tokenizer, config, Path(path), provider, variant, max_batch_tokens, max_batch_sentences, 1)
         return self
 
-    def _setup(self, backend, tokenizer, config, path, provider, variant, max_batch_tokens, max_batch_sentences):
+    def _setup(self, backend, tokenizer, config, path, provider, variant, max_batch_tokens, max_batch_sentences,
+               parallel_batches):
         self.backend = backend
         self.tokenizer = tokenizer
         self.config = config
@@ -244,6 +260,7 @@ class Translator:
         self.variant = variant
         self.max_batch_tokens = max_batch_tokens
         self.max_batch_sentences = max_batch_sentences
+        self.parallel_batches = parallel_batches
         # Targets the model was trained to produce; a tag alone (e.g. a reverse direction never
         # trained) would give fluent-looking garbage.
         tags = set(config.language_tags)
@@ -357,7 +374,8 @@ class Translator:
         t1 = time.perf_counter()
 
         # 2. Decoding, length-sorted, in input order.
-        results = decode_all(self.backend, sources, opts, self.max_batch_tokens, self.max_batch_sentences) if sources else []
+        results = decode_all(self.backend, sources, opts, self.max_batch_tokens, self.max_batch_sentences,
+                             self.parallel_batches) if sources else []
         t2 = time.perf_counter()
 
         # 3. Detokenized and reassembled.

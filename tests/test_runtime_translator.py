@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import tarfile
+import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -161,6 +163,54 @@ def test_translate_iter_streams_in_order(t):
     assert [r.text for r in [first, *rest]] == [ENGLISH[0], "", *ENGLISH[1:5]]
     with pytest.raises(TranslationError):
         next(t.translate_iter(iter(texts), to="xx"))
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_parallel_batches_give_the_same_translations(fixture_bundle, variant):
+    """Batches decoded at once in threads: the same texts and scores as one batch at a time, in input
+    order, and more than one batch really was decoding at the same time."""
+    one = Translator(fixture_bundle, variant=variant, threads=1, parallel_batches=1, max_batch_sentences=16)
+    two = Translator(fixture_bundle, variant=variant, threads=1, parallel_batches=2, max_batch_sentences=16)
+    running, overlapped, lock = [0], [False], threading.Lock()
+    start = two.backend.start
+
+    def counted_start(*args):            # the encoder runs once per batch, at the start of its decode
+        with lock:
+            running[0] += 1
+        try:
+            time.sleep(0.05)             # long enough for the other worker to begin its batch
+            with lock:
+                overlapped[0] |= running[0] > 1
+            return start(*args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    two.backend.start = counted_start
+    for beam in (1, 4):
+        expected = one.translate(GERMAN, beam_size=beam, from_lang="de")
+        got = two.translate(GERMAN, beam_size=beam, from_lang="de")
+        assert [t.text for t in got] == [t.text for t in expected] == ENGLISH, f"beam {beam}"
+        assert [t.score for t in got] == [t.score for t in expected]
+    assert overlapped[0]
+
+
+def test_an_error_in_a_parallel_batch_reaches_the_caller(fixture_bundle):
+    t = Translator(fixture_bundle, threads=1, parallel_batches=2, max_batch_sentences=8)
+    start = t.backend.start
+    calls = []
+
+    def failing_start(src_ids, src_mask):
+        calls.append(len(src_ids))
+        if len(calls) == 3:
+            raise RuntimeError("batch 3 failed")
+        return start(src_ids, src_mask)
+
+    t.backend.start = failing_start
+    with pytest.raises(RuntimeError, match="batch 3 failed"):
+        t.translate(GERMAN, beam_size=4, from_lang="de")
+    with pytest.raises(TranslationError, match="parallel_batches"):
+        Translator(fixture_bundle, parallel_batches=0)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
