@@ -13,7 +13,7 @@ import click
 from click.core import ParameterSource
 
 from .cli_options import decoding_options, model_options
-from .cli_support import CommandError, command, progress_bar
+from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
 
@@ -145,5 +145,10 @@ def record(lineno: int, tr, fmt: str, alignment: bool) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
+def run() -> None:
+    """The `mt-translate` console script: `main`, then a quick exit (cli_support.run_and_exit)."""
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
-    main()
+    run()
