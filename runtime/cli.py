@@ -49,6 +49,11 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     if options.return_alignment and fmt != "jsonl":
         raise click.UsageError("--alignment needs --format jsonl")
 
+    if from_lang is None and not list_languages:
+        from . import language_id
+        if not text or any(map(language_id.has_letters, text)):
+            language_id.preload()     # the detector loads in the background while the model's imports run
+
     import warnings
 
     from .errors import TranslationError
