@@ -7,6 +7,7 @@ shows, never sacrebleu or torch).
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -152,6 +153,10 @@ def record(lineno: int, tr, fmt: str, alignment: bool) -> str:
 
 def run() -> None:
     """The `mt-translate` console script: `main`, then a quick exit (cli_support.run_and_exit)."""
+    # numpy loads later. Its OpenBLAS starts a thread per extra core at import, which spins ~0.1 s
+    # waiting for work that never comes: the runtime's numpy work is elementwise, ONNX Runtime does the
+    # matrix products. One BLAS thread, unless the user set it (benchmarks/PERF_NOTES.md, "Cold start").
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     run_and_exit(main)
 
 
