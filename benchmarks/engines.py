@@ -9,6 +9,7 @@ imports torch, and its peak RSS is its own.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,8 +94,11 @@ class OrtEngine(RuntimeEngine):
         self.translator = Translator(artifacts["bundle"], provider=spec.device, threads=threads,
                                      variant=spec.precision)
         self.impl = f"mtkit.runtime.Translator ({type(self.translator.backend).__name__})"
-        # Seconds inside the encoder and decoder graphs: what is left for the search loop is the rest.
+        # Wall seconds with at least one encoder or decoder call running: the rest is the search loop on
+        # the critical path. Batches decode in parallel threads (`parallel_batches`), so the calls'
+        # own durations would overlap and add up to more than the wall time.
         self.graph_seconds = 0.0
+        self._running, self._since, self._lock = 0, 0.0, threading.Lock()
         backend = self.translator.backend
         for session in (backend.encoder, backend.decoder):
             for method in ("run", "run_with_iobinding"):
@@ -102,11 +106,17 @@ class OrtEngine(RuntimeEngine):
 
     def _timed(self, run):
         def timed(*args, **kwargs):
-            start = time.perf_counter()
+            with self._lock:
+                if not self._running:
+                    self._since = time.perf_counter()
+                self._running += 1
             try:
                 return run(*args, **kwargs)
             finally:
-                self.graph_seconds += time.perf_counter() - start
+                with self._lock:
+                    self._running -= 1
+                    if not self._running:
+                        self.graph_seconds += time.perf_counter() - self._since
         return timed
 
 

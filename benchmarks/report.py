@@ -161,9 +161,10 @@ def _graph_share_table(results: dict, engines: dict, level: str) -> list[str]:
     if not rows:
         return []
     return [f"{level} Where our beam time goes", "",
-            "Time inside the encoder and decoder graphs (ONNX Runtime's kernels) against the rest (the Python "
-            "search loop: log-softmax, top-k, cache reordering). *Graphs only* is the throughput if the loop "
-            "cost nothing: the most that work outside the graphs could ever reach.", "",
+            "Wall time with an encoder or decoder graph running (ONNX Runtime's kernels; with batches decoded "
+            "in parallel, time when at least one runs) against the rest (the Python search loop: top-k, cache "
+            "reordering, with no graph running). *Graphs only* is the throughput if that loop cost nothing: "
+            "the most that work outside the graphs could ever reach.", "",
             "| engine | test set | in graphs | search loop | graphs only tok/s | graphs only ×CT2 |",
             "|---|---|---:|---:|---:|---:|", *rows, ""]
 
