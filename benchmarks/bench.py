@@ -12,6 +12,7 @@ Nothing here is part of the runtime: it imports torch (export, conversion) and c
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,7 +39,7 @@ class BenchError(Exception):
 class BenchConfig:
     checkpoint: Path
     out_dir: Path | None = None               # default: benchmarks/results/<machine>/
-    work_dir: Path | None = None              # default: <checkpoint-stem>-bench next to the checkpoint
+    work_dir: Path | None = None              # default: `default_work_dir(checkpoint)`
     data_dir: Path | None = None              # default: mtkit.runtime.data_dir.default_data_dir()
     datasets: list[str] = field(default_factory=lambda: list(DATASETS))
     src_lang: str = "de"
@@ -59,6 +60,15 @@ class BenchConfig:
 
 
 # ----- data ---------------------------------------------------------------------------------------
+
+def default_work_dir(checkpoint: Path) -> Path:
+    """`bench/<checkpoint-stem>-<hash of its path>` in the user's cache: never beside the checkpoint, whose
+    folder may be a model bundle (models/de-en), where unlisted files fail `mt-models verify`."""
+    from mtkit.runtime.bundle import cache_dir
+
+    key = hashlib.sha256(str(Path(checkpoint).resolve()).encode()).hexdigest()[:12]
+    return cache_dir().parent / "bench" / f"{Path(checkpoint).stem}-{key}"
+
 
 def load_dataset(data_dir: Path | None, name: str, src: str, tgt: str, limit: int) -> dict:
     from mtkit.runtime.data_dir import corpus_file
@@ -152,7 +162,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
 
     machine = machine_info()
     out_dir = Path(cfg.out_dir) if cfg.out_dir else RESULTS_DIR / (cfg.machine_name or machine_slug(machine))
-    work = Path(cfg.work_dir) if cfg.work_dir else cfg.checkpoint.with_name(f"{cfg.checkpoint.stem}-bench")
+    work = Path(cfg.work_dir) if cfg.work_dir else default_work_dir(cfg.checkpoint)
     work.mkdir(parents=True, exist_ok=True)
 
     chosen, skip, gpu = select_engines(cfg)

@@ -31,8 +31,8 @@ def _names(value: str) -> list[str]:
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Results directory (default: benchmarks/results/<machine>/).")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=None,
-              help="Where the bundle, CT2 models, outputs and worker files go (default: <checkpoint-stem>-bench "
-                   "next to the checkpoint; reused while newer than the checkpoint).")
+              help="Where the bundle, CT2 models, outputs and worker files go (default: bench/<checkpoint-stem>-<hash> "
+                   "in mtkit's cache, ~/.cache/mtkit; reused while newer than the checkpoint).")
 @DATA_DIR
 @click.option("--datasets", default=",".join(DATASETS), show_default=True,
               help=f"Comma-separated test sets ({', '.join(DATASETS)}).")

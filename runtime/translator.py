@@ -17,6 +17,7 @@ import time
 import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -165,11 +166,33 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
         preference = ("int8", "fp32", "fp16") if provider == "cpu" else ("fp16", "fp32", "int8")
         variant = next((v for v in preference if v in config.variants), "fp32")
     encoder_path, decoder_path = bundle.variant_files(directory, config, variant)
-    encoder = create_session(encoder_path, provider, settings)
-    decoder = create_session(decoder_path, provider, settings)
+    # Both at once: ONNX Runtime releases the GIL for most of a session's creation (PERF_NOTES.md,
+    # "Session 9"). An encoder error still comes first.
+    with ThreadPoolExecutor(1) as pool:
+        decoder = pool.submit(create_session, decoder_path, provider, settings)
+        encoder = create_session(encoder_path, provider, settings)
+        decoder = decoder.result()
     check_graph(encoder, "encoder", config, encoder_path)
     check_graph(decoder, "decoder", config, decoder_path)
     return variant, encoder, decoder
+
+
+def open_for_provider(directory: Path, config: BundleConfig, variant: str, provider: str, settings,
+                      io_binding: bool | None = None) -> tuple[str, str, str, object]:
+    """(provider, why it was chosen, variant, backend): `open_backend` on `provider`, where "auto" is
+    CUDA when this onnxruntime has it and it initializes, else the CPU."""
+    from .onnx_backend import cuda_available
+
+    if provider != "auto":
+        return (provider, "", *open_backend(directory, config, variant, provider, settings, io_binding))
+    note = "this onnxruntime build has no CUDA provider"
+    if cuda_available():
+        try:
+            return ("cuda", "CUDA is available and initialized",
+                    *open_backend(directory, config, variant, "cuda", settings, io_binding))
+        except ProviderError as e:
+            note = f"CUDA did not initialize: {e}"
+    return ("cpu", note, *open_backend(directory, config, variant, "cpu", settings, io_binding))
 
 
 def open_backend(directory: Path, config: BundleConfig, variant: str, provider: str, settings,
@@ -202,7 +225,7 @@ class Translator:
         together. parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU
         with 2 or more threads, else 1; see `batching.decode_all`).
         """
-        from .onnx_backend import SessionSettings, cuda_available
+        from .onnx_backend import SessionSettings
 
         if provider not in ("cpu", "cuda", "auto"):
             raise TranslationError(f"unknown provider {provider!r} (expected cpu, cuda or auto)")
@@ -218,22 +241,13 @@ class Translator:
         try:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
-            tokenizer = bundle.load_tokenizer(directory, config)
             settings = SessionSettings(threads=threads, graph_optimization=graph_optimization, memory_arena=memory_arena,
                                        spinning=spinning)
-            self.provider_note = ""       # why "auto" chose what it chose
-            opened = None
-            if provider == "auto":
-                provider, self.provider_note = "cpu", "this onnxruntime build has no CUDA provider"
-                if cuda_available():
-                    try:
-                        opened = open_backend(directory, config, variant, "cuda", settings, io_binding)
-                        provider, self.provider_note = "cuda", "CUDA is available and initialized"
-                    except ProviderError as e:
-                        self.provider_note = f"CUDA did not initialize: {e}"
-            if opened is None:
-                opened = open_backend(directory, config, variant, provider, settings, io_binding)
-            chosen_variant, backend = opened
+            # ONNX Runtime builds the sessions while SentencePiece loads; a tokenizer error still comes first.
+            with ThreadPoolExecutor(1) as pool:
+                opening = pool.submit(open_for_provider, directory, config, variant, provider, settings, io_binding)
+                tokenizer = bundle.load_tokenizer(directory, config)
+                provider, self.provider_note, chosen_variant, backend = opening.result()
         except BundleError as e:
             raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
         if parallel_batches is None:      # a GPU runs one batch at a time best; a 1-thread CPU gains nothing

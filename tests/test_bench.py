@@ -123,3 +123,16 @@ def test_bad_checkpoint_is_a_clear_error(tmp_path):
     bad.write_text("not a checkpoint")
     result = run_cli(str(bad), "-o", str(tmp_path / "out"))
     assert result.exit_code == 1 and str(bad) in result.output
+
+
+def test_the_default_work_dir_is_never_beside_the_checkpoint(tmp_path, monkeypatch):
+    """A checkpoint may live inside a model bundle (models/de-en): files mt-bench left there would fail
+    `mt-models verify`. The work dir goes to mtkit's cache instead, one per checkpoint path."""
+    from mtkit.benchmarks.bench import default_work_dir
+
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "models" / "de-en"
+    work = default_work_dir(model / "checkpoint.fp16.pt")
+    assert work.is_relative_to(tmp_path / "cache") and not work.is_relative_to(model)
+    assert work == default_work_dir(model / "checkpoint.fp16.pt")
+    assert work != default_work_dir(tmp_path / "other" / "checkpoint.fp16.pt")
