@@ -36,7 +36,7 @@ from .vocab import EOS_PIECE, source_ids
 
 
 # Batches decoded at once on the CPU. Two keep two cores busy through a decoder step's small kernels:
-# beam-4 throughput 1.19-1.24x of one batch at a time on a 2-core AMD EPYC, outputs identical
+# beam-4 throughput 1.17-1.29x of one batch at a time on a 2-core AMD EPYC, outputs identical
 # (benchmarks/PERF_NOTES.md). More would cut the row budget into batches too small to be efficient.
 PARALLEL_BATCHES = 2
 
