@@ -64,10 +64,10 @@ class BenchConfig:
 def default_work_dir(checkpoint: Path) -> Path:
     """`bench/<checkpoint-stem>-<hash of its path>` in the user's cache: never beside the checkpoint, whose
     folder may be a model bundle (models/de-en), where unlisted files fail `mt-models verify`."""
-    from mtkit.runtime.bundle import cache_dir
+    from mtkit.runtime.bundle import cache_root
 
     key = hashlib.sha256(str(Path(checkpoint).resolve()).encode()).hexdigest()[:12]
-    return cache_dir().parent / "bench" / f"{Path(checkpoint).stem}-{key}"
+    return cache_root() / "bench" / f"{Path(checkpoint).stem}-{key}"
 
 
 def load_dataset(data_dir: Path | None, name: str, src: str, tgt: str, limit: int) -> dict:

@@ -107,10 +107,16 @@ def resolve_model(path: str | Path | None) -> Path:
     raise BundleError(f"{path}: not a bundle directory nor a .tar.gz / .zip archive")
 
 
+def cache_root() -> Path:
+    """mtkit's cache: $MT_CACHE_DIR, else $XDG_CACHE_HOME/mtkit, else ~/.cache/mtkit. It holds unpacked
+    archives (`bundles/`), ORT's optimized graphs (`ort/`) and mt-bench's work dirs (`bench/`)."""
+    return Path(os.environ.get("MT_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mtkit"))
+
+
 def cache_dir() -> Path:
-    root = os.environ.get("MT_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mtkit")
-    return Path(root) / "bundles"
+    """Where archives are unpacked."""
+    return cache_root() / "bundles"
 
 
 def extract_archive(archive: Path, dest: Path) -> None:

@@ -52,7 +52,7 @@ class SessionSettings:
     # (the usual case on an edge device) that spinning steals the cores the other threads need:
     # measured 1.4x (beam) to 1.9x (greedy) slower with 2 threads on 2 busy cores (benchmarks/PERF_NOTES.md).
     spinning: bool = False
-    # Keep ORT's optimized copy of each CPU graph in the cache (bundle.cache_dir's sibling "ort"), so
+    # Keep ORT's optimized copy of each CPU graph in the cache (bundle.cache_root() / "ort"), so
     # later loads skip graph optimization: about half of session creation (PERF_NOTES.md). Off with
     # MT_ORT_CACHE=0. The copy is specific to this machine and onnxruntime version, hence a cache.
     cache_optimized: bool = True
@@ -140,13 +140,13 @@ def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> Pat
     if (provider != "cpu" or not settings.cache_optimized or settings.graph_optimization == "disable"
             or os.environ.get("MT_ORT_CACHE") == "0"):
         return None
-    from .bundle import cache_dir
+    from .bundle import cache_root
 
     try:
         model = model.resolve()
         st = model.stat()
         key = f"{model}|{st.st_size}|{st.st_mtime_ns}|{ort.__version__}|{settings.graph_optimization}"
-        directory = cache_dir().parent / "ort"
+        directory = cache_root() / "ort"
         directory.mkdir(parents=True, exist_ok=True)
         if not os.access(directory, os.W_OK):
             return None
