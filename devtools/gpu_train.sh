@@ -2,13 +2,14 @@
 # One device `run` of the GPU training runbook (docs/gpu_runbook.md): install what the GPU image
 # lacks, train for at most SECONDS (then mt-train's own SIGINT handling saves last.pt), and put the
 # run's log, metrics and fp16 weights under $OUT in parts under the 16 MiB a returned file may have.
-#   bash devtools/gpu_train.sh SECONDS [CONFIG] [EPOCHS]
+#   bash devtools/gpu_train.sh SECONDS [CONFIG] [EPOCHS] [mt-train options, e.g. --set optim.max_tokens=16384]
 # The first call starts from the shipped weights (or .gpu/init.pt when present); later calls on the
 # same warm machine resume runs/gpu. The corpora come from .gpu/data (MT_DATA_DIR).
 set -euo pipefail
 seconds=${1:?seconds to train}
 config=${2:-configs/deen_v2.toml}
 epochs=${3:-12}
+extra=("${@:4}")
 out=${OUT:-/tmp/gpu-out}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ else
     start=(--init-from "$init")
 fi
 status=0
-timeout -s INT -k 60 "$seconds" mt-train "$config" "${start[@]}" --epochs "$epochs" --output-dir runs/gpu \
+timeout -s INT -k 60 "$seconds" mt-train "$config" "${start[@]}" --epochs "$epochs" --output-dir runs/gpu "${extra[@]}" \
     2>&1 | tee -a "$out/train.log" || status=$?
 echo "mt-train exit status: $status (124: stopped at the time limit, last.pt saved)"
 

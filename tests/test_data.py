@@ -100,3 +100,19 @@ def test_training_and_the_runtime_read_a_file_alike(tmp_path):
     path = tmp_path / "bom.de"
     path.write_bytes("\ufeffeins\r\nzwei\r\n".encode())
     assert read_lines(path) == text_io.read_lines(path) == ["eins", "zwei"]
+
+
+def test_set_overrides_any_config_value_and_checks_it(tmp_path):
+    from mtkit.train.config import RunConfig, apply_override
+    from conftest import tiny_run_dict
+
+    raw = tiny_run_dict(tmp_path)
+    for override in ("optim.max_tokens=16384", "optim.lr = 2e-3", "optim.precision=bf16", "model.pre_norm=false"):
+        apply_override(raw, override)
+    run = RunConfig.from_dict(raw)
+    assert (run.optim.max_tokens, run.optim.lr, run.optim.precision, run.model.pre_norm) == (16384, 2e-3, "bf16", False)
+    with pytest.raises(DataError, match="expected SECTION.KEY=VALUE"):
+        apply_override(raw, "max_tokens=1")
+    apply_override(raw, "optim.warmup=10")
+    with pytest.raises(DataError, match=r"unknown key\(s\) in \[optim\]: warmup"):
+        RunConfig.from_dict(raw)

@@ -25,7 +25,9 @@ EPILOG = "Exit status: 0 trained, 1 error, 2 usage, 3 training diverged, 130 int
 @click.option("--output-dir", default=None, help="Override the config's output_dir.")
 @click.option("--max-steps", type=int, default=None, help="Override optim.max_steps.")
 @click.option("--epochs", type=int, default=None, help="Override optim.epochs.")
-def main(config, resume, init_from, output_dir, max_steps, epochs):
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
+              help="Override any config value, written as in TOML (repeatable), e.g. --set optim.max_tokens=16384.")
+def main(config, resume, init_from, output_dir, max_steps, epochs, overrides):
     """Train a translation model described by a TOML CONFIG."""
     if resume and init_from:
         raise click.UsageError("--resume and --init-from exclude each other")
@@ -40,7 +42,7 @@ def main(config, resume, init_from, output_dir, max_steps, epochs):
 
     console = Console(stderr=True)
     try:
-        run = RunConfig.load(config)
+        run = RunConfig.load(config, overrides)
         if output_dir:
             run.output_dir = output_dir
         if max_steps is not None:

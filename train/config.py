@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Sequence
 
 try:
     import tomllib
@@ -111,7 +112,8 @@ class RunConfig:
     path: str = ""                   # the TOML file this came from
 
     @classmethod
-    def load(cls, path: str | Path) -> "RunConfig":
+    def load(cls, path: str | Path, overrides: Sequence[str] = ()) -> "RunConfig":
+        """Read a TOML config; each override is `section.key=value`, the value written as in TOML."""
         path = Path(path)
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -119,6 +121,8 @@ class RunConfig:
             raise DataError(f"{path}: no such config file") from None
         except tomllib.TOMLDecodeError as e:
             raise DataError(f"{path}: invalid TOML ({e})") from None
+        for override in overrides:
+            apply_override(raw, override)
         return cls.from_dict(raw, path)
 
     @classmethod
@@ -187,3 +191,21 @@ class RunConfig:
         if not self.data.dev:
             pairs, _ = split_holdout(pairs, self.data.holdout)
         return pairs
+
+
+def apply_override(raw: dict, override: str) -> None:
+    """Set `section.key=value` in a raw config; a value that is not TOML (a bare word) is a string."""
+    dotted, sep, text = override.partition("=")
+    *sections, key = dotted.strip().split(".")
+    if not sep or not sections or not key:
+        raise DataError(f"--set {override!r}: expected SECTION.KEY=VALUE, e.g. optim.max_tokens=16384")
+    try:
+        value = tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text.strip()
+    table = raw
+    for section in sections:
+        table = table.setdefault(section, {})
+        if not isinstance(table, dict):
+            raise DataError(f"--set {override!r}: {section} is not a table")
+    table[key] = value
