@@ -199,6 +199,33 @@ def test_warm_start_from_a_half_precision_checkpoint(tmp_path, fixture_checkpoin
         Trainer(RunConfig.from_dict(bigger)).prepare(resume=False, init_from=tmp_path / "fp16.pt")
 
 
+def test_weighted_average_of_two_checkpoints(tmp_path, fixture_checkpoint):
+    """mt-average: the weighted mean of the same model's weights, normalised; other shapes refused."""
+    ckpt = load_checkpoint(fixture_checkpoint)
+    ckpt.model = {k: v * 3 if v.is_floating_point() else v for k, v in ckpt.model.items()}
+    ckpt.save(tmp_path / "tripled.pt")
+    run = [sys.executable, "-m", "mtkit.train.average"]
+    result = subprocess.run(run + [str(tmp_path / "mix.pt"), f"{fixture_checkpoint}:3", f"{tmp_path / 'tripled.pt'}:1"],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    mix, original = load_checkpoint(tmp_path / "mix.pt"), load_checkpoint(fixture_checkpoint)
+    for name, value in original.model.items():
+        if value.is_floating_point():               # 0.75 x w + 0.25 x 3w = 1.5 w
+            torch.testing.assert_close(mix.model[name], value.float() * 1.5)
+    assert mix.resume is None and mix.averaged_from == [f"{fixture_checkpoint} x 0.75", f"{tmp_path / 'tripled.pt'} x 0.25"]
+    assert mix.tokenizer_model == original.tokenizer_model
+
+    ckpt.model_config.n_heads = 1
+    ckpt.save(tmp_path / "other.pt")
+    result = subprocess.run(run + [str(tmp_path / "bad.pt"), str(fixture_checkpoint), str(tmp_path / "other.pt")],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1 and "another model shape" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "bad.pt").exists()
+    result = subprocess.run(run + [str(tmp_path / "mix.pt"), str(fixture_checkpoint), str(fixture_checkpoint)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1 and "exists" in result.stderr
+
+
 def test_bf16_training_on_cpu_learns(tmp_path):
     """bf16 autocast on CPU (attention kept in fp32) trains: the dev loss falls like fp32's."""
     losses = {}

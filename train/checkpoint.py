@@ -150,14 +150,18 @@ def load_model(path: Path) -> tuple[Checkpoint, Transformer]:
     return ckpt, model.eval()
 
 
-def average_state_dicts(paths: list[Path]) -> dict:
-    """The element-wise mean of the models in `paths` (checkpoint averaging)."""
+def average_state_dicts(paths: list[Path], weights: list[float] | None = None) -> dict:
+    """The element-wise (weighted) mean of the models in `paths`: checkpoint averaging, or with
+    weights, interpolating two models in weight space."""
+    weights = [1.0] * len(paths) if weights is None else weights
     total = None
-    for p in paths:
+    for p, w in zip(paths, weights, strict=True):
         state = load_checkpoint(p).model
         if total is None:
-            total = {k: v.clone().double() for k, v in state.items()}
+            total = {k: v.double() * w for k, v in state.items()}
         else:
             for k, v in state.items():
-                total[k] += v.double()
-    return {k: (v / len(paths)).to(torch.float32) for k, v in total.items()}
+                total[k] += v.double() * w
+    mean = {k: (v / sum(weights)).to(torch.float32) for k, v in total.items()}
+    first = {}  # weights tied in the inputs (embeddings, output layer) stay one tensor
+    return {k: mean[first.setdefault(v.data_ptr(), k)] for k, v in state.items()}
