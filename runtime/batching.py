@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .repetition import Pieces
 from .search import DecodeOptions, DecoderBackend, Result, decode
 from .vocab import PAD_ID
 
@@ -32,8 +33,10 @@ def pad_batch(sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOptions,
-               max_tokens: int = 4096, max_sentences: int = 64, parallel_batches: int = 1) -> list[Result]:
-    """Decode every source (encoder ids) and return the results in input order.
+               max_tokens: int = 4096, max_sentences: int = 64, parallel_batches: int = 1,
+               pieces: Pieces | None = None) -> list[Result]:
+    """Decode every source (encoder ids) and return the results in input order. `pieces`: the
+    vocabulary, so that the loop ban sees words (repetition.py).
 
     With `parallel_batches` > 1, that many batches decode at once, in threads: ONNX Runtime releases
     the GIL while it runs, and a decoder step's kernels are too small to keep every core busy from
@@ -45,7 +48,7 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
 
     def run(batch: list[int]) -> list[Result]:
         src_ids, src_mask = pad_batch([sources[i] for i in batch])
-        return decode(backend, src_ids, src_mask, opts)
+        return decode(backend, src_ids, src_mask, opts, pieces)
 
     if parallel_batches > 1 and len(batches) > 1:
         pool = ThreadPoolExecutor(min(parallel_batches, len(batches)), thread_name_prefix="mtkit-decode")

@@ -13,6 +13,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from .decode_options import DecodeOptions
+from .repetition import Pieces, banned_tokens
 from .vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -71,84 +72,36 @@ def top_tokens(logp: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     return ids, np.take_along_axis(logp, ids, axis=1)
 
 
-def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, histories):
+def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, bans):
     """One decoder step, reduced to what a search keeps: each row's `width` best token ids [N,w], their
     log-probs, EOS's log-prob [N] and the cross-attention (or None).
 
     The backend's search head ranks the vocabulary inside the graph when it has a wide enough one and
-    nothing needs the whole distribution; banned tokens (`banned_tokens`) are then dropped from its
-    candidates, which is exact unless a row loses so many that fewer than `width` are left.
-    `histories()` gives each row's tokens so far, for the bans.
+    nothing needs the whole distribution; banned tokens are then dropped from its candidates, which is
+    exact unless a row loses so many that fewer than `width` are left. `bans()` gives each row's
+    banned tokens ({row: ids}, repetition.banned_tokens).
     """
     if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment:
         logp, ids, eos = backend.step_top(state, tokens)
-        if bans := banned_tokens(histories, opts):
+        if banned_rows := bans():
             logp = logp.copy()
-            for row, banned in bans.items():
+            for row, banned in banned_rows.items():
                 logp[row, np.isin(ids[row], banned)] = -np.inf
             order = np.argsort(-logp, axis=1, kind="stable")      # the survivors first, still best first
             logp, ids = np.take_along_axis(logp, order, axis=1), np.take_along_axis(ids, order, axis=1)
         return ids[:, :width], logp[:, :width], eos, None
-    logp, attn = step_logprobs(backend, state, tokens, opts, histories)
+    logp, attn = step_logprobs(backend, state, tokens, opts, bans)
     ids, top_logp = top_tokens(logp, width)
     return ids, top_logp, logp[:, EOS_ID], attn
 
 
-def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, histories):
+def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, bans):
     """One decoder step's full log-probabilities [N,V], banned tokens at -inf, and the cross-attention."""
     logits, attn = backend.step(state, tokens, need_attention=opts.return_alignment)
     logp = log_softmax(logits)
-    for row, banned in banned_tokens(histories, opts).items():
+    for row, banned in bans().items():
         logp[row, banned] = -np.inf
     return logp, attn
-
-
-def banned_tokens(histories, opts: DecodeOptions) -> dict[int, list[int]]:
-    """The tokens each row may not take next ({row: ids}, rows without a ban left out): those that
-    would repeat an n-gram (`no_repeat_ngram_size`) or go round a loop once more (`no_repeat_loop`)."""
-    if opts.no_repeat_ngram_size <= 0 and opts.no_repeat_loop <= 0:
-        return {}
-    rows = histories()
-    bans = loop_bans(rows, opts.no_repeat_loop)
-    if opts.no_repeat_ngram_size > 0:
-        for row, hist in enumerate(rows):
-            if banned := repeated_ngram_ends(hist, opts.no_repeat_ngram_size):
-                bans.setdefault(row, []).extend(banned)
-    return bans
-
-
-def loop_copies(period: int) -> int:
-    """How many back-to-back copies of a run of `period` tokens make a loop. Short runs may repeat
-    once ("ha ha", "no, no"); a longer one repeated even once is a loop ("in the euro zone in the
-    euro zone"). The price: "..." (three "." pieces) comes out as "..". """
-    return 3 if period <= 2 else 2
-
-
-def loop_bans(histories: list[list[int]], max_period: int) -> dict[int, list[int]]:
-    """{row: tokens} that would end a loop (see `loop_copies`) of period up to `max_period`.
-
-    Runs every step on every row, so it is kept cheap: a loop of period p needs the last token to
-    equal the one p before it, which most rows fail at once (one C-level `in` on a short slice)."""
-    bans: dict[int, list[int]] = {}
-    if max_period <= 0:
-        return bans
-    for row, hist in enumerate(histories):
-        n = len(hist)
-        if n < 2 or hist[-1] not in hist[-max_period - 1:-1]:
-            continue
-        for period in range(1, min(max_period, n - 1) + 1):
-            need = loop_copies(period) * period - 1          # tokens that must already repeat
-            if hist[-1 - period] == hist[-1] and need <= n and hist[n - need:n - period] == hist[n - need + period:]:
-                bans.setdefault(row, []).append(hist[n - period])    # the token that would close the copy
-    return bans
-
-
-def repeated_ngram_ends(hist: list[int], n: int) -> list[int]:
-    """The tokens that would complete an n-gram already present in `hist`."""
-    if len(hist) < n:
-        return []
-    prefix = tuple(hist[len(hist) - n + 1:])
-    return [hist[i + n - 1] for i in range(len(hist) - n + 1) if tuple(hist[i:i + n - 1]) == prefix]
 
 
 def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
@@ -176,21 +129,23 @@ def max_lengths(src_mask: np.ndarray, opts: DecodeOptions) -> np.ndarray:
     return limits if opts.max_length is None else np.minimum(limits, opts.max_length - 1)
 
 
-def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, opts: DecodeOptions) -> list[Result]:
+def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, opts: DecodeOptions,
+           pieces: Pieces | None = None) -> list[Result]:
+    """Decode a padded batch. With the vocabulary's `pieces`, the loop ban also sees words (repetition.py)."""
     if opts.sampling:
         n = max(opts.num_hypotheses, 1)
         if n == 1:
-            return _sample(backend, src_ids, src_mask, opts)
+            return _sample(backend, src_ids, src_mask, opts, pieces)
         # n independent samples per sentence: decode each sentence n times, best sample first.
-        flat = _sample(backend, np.repeat(src_ids, n, axis=0), np.repeat(src_mask, n, axis=0), opts)
+        flat = _sample(backend, np.repeat(src_ids, n, axis=0), np.repeat(src_mask, n, axis=0), opts, pieces)
         return [Result(sorted((h for r in flat[i * n:(i + 1) * n] for h in r.hypotheses), key=lambda h: -h.score))
                 for i in range(src_ids.shape[0])]
     if opts.beam_size <= 1:
-        return _greedy(backend, src_ids, src_mask, opts)
-    return _beam(backend, src_ids, src_mask, opts)
+        return _greedy(backend, src_ids, src_mask, opts, pieces)
+    return _beam(backend, src_ids, src_mask, opts, pieces)
 
 
-def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[Result]:
+def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None, pick=None) -> list[Result]:
     """Greedy search (or sampling, with `pick`). Finished rows leave the batch so that no step is
     spent on them."""
     batch = src_ids.shape[0]
@@ -204,12 +159,12 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[
     step = 0
     while active.size:
         step += 1
-        active_histories = lambda: [histories[i] for i in active]   # noqa: E731
+        bans = lambda: banned_tokens([histories[i] for i in active], opts, pieces)   # noqa: E731
         if pick is None:
-            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, active_histories)
+            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
         else:
-            logp, attn = step_logprobs(backend, state, tokens, opts, active_histories)
+            logp, attn = step_logprobs(backend, state, tokens, opts, bans)
             chosen = pick(logp)
             chosen_logp, eos = logp[np.arange(len(active)), chosen], logp[:, EOS_ID]
         out_of_length = step >= limits[active]             # close the sentence: EOS, scored as EOS
@@ -234,7 +189,7 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pick=None) -> list[
             for i in range(batch)]
 
 
-def _sample(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
+def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None) -> list[Result]:
     rng = np.random.default_rng(opts.seed)
 
     def pick(logp: np.ndarray) -> np.ndarray:
@@ -257,7 +212,7 @@ def _sample(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
         u = rng.random((probs.shape[0], 1)) * cumulative[:, -1:]
         return np.minimum((cumulative < u).sum(axis=-1), probs.shape[1] - 1)
 
-    return _greedy(backend, src_ids, src_mask, opts, pick=pick)
+    return _greedy(backend, src_ids, src_mask, opts, pieces, pick=pick)
 
 
 def keep_best(finished: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
@@ -270,7 +225,7 @@ def keep_best(finished: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
             finished[worst] = hyp
 
 
-def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
+def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None) -> list[Result]:
     """Batched beam search. A sentence is done once it holds `beam_size` finished hypotheses and
     none of its live beams, ended now, would score better than the worst of them (Hugging Face's
     default rule: stopping at the first `beam_size` finished, as fairseq does, lets unlikely early
@@ -289,8 +244,8 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions) -> list[Result]:
     step = 0
     while active.size:
         step += 1
-        ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts,
-                                           lambda: [beam_tokens[s][b] for s in active for b in range(k)])
+        ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts, lambda: banned_tokens(
+            [beam_tokens[s][b] for s in active for b in range(k)], opts, pieces))
         # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
         cand_beams, cand_tokens, cand_scores = (c.tolist() for c in best_candidates(beam_scores, ids, logp, 2 * k))
 

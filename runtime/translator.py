@@ -30,6 +30,7 @@ from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_options import DecodeOptions
 from .language_id import LanguageWarning, SourceLanguage
 from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
+from .repetition import Pieces
 from .search import Hypothesis as SearchHypothesis
 from .sentences import split
 from .vocab import EOS_PIECE, source_ids
@@ -247,13 +248,14 @@ class Translator:
             with ThreadPoolExecutor(1) as pool:
                 opening = pool.submit(open_for_provider, directory, config, variant, provider, settings, io_binding)
                 tokenizer = bundle.load_tokenizer(directory, config)
+                pieces = Pieces.of_tokenizer(tokenizer)
                 provider, self.provider_note, chosen_variant, backend = opening.result()
         except BundleError as e:
             raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
         if parallel_batches is None:      # a GPU runs one batch at a time best; a 1-thread CPU gains nothing
             parallel_batches = 1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or os.cpu_count() or 1)
         self._setup(backend, tokenizer, config, directory, provider, chosen_variant,
-                    max_batch_tokens, max_batch_sentences, parallel_batches)
+                    max_batch_tokens, max_batch_sentences, parallel_batches, pieces)
 
     @classmethod
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
@@ -265,9 +267,10 @@ class Translator:
         return self
 
     def _setup(self, backend, tokenizer, config, path, provider, variant, max_batch_tokens, max_batch_sentences,
-               parallel_batches):
+               parallel_batches, pieces=None):
         self.backend = backend
         self.tokenizer = tokenizer
+        self.pieces = pieces or Pieces.of_tokenizer(tokenizer)     # for the loop ban (repetition.py)
         self.config = config
         self.path = path
         self.provider = provider
@@ -390,7 +393,7 @@ class Translator:
 
         # 2. Decoding, length-sorted, in input order.
         results = decode_all(self.backend, sources, opts, self.max_batch_tokens, self.max_batch_sentences,
-                             self.parallel_batches) if sources else []
+                             self.parallel_batches, self.pieces) if sources else []
         t2 = time.perf_counter()
 
         # 3. Detokenized and reassembled.

@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from mtkit.runtime import search
+from mtkit.runtime import repetition, search
 from mtkit.runtime.batching import decode_all, length_batches, pad_batch
 from mtkit.runtime.search import DecodeOptions, decode
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -478,21 +478,42 @@ def test_a_loop_is_stopped_by_default(backend_cls):
 
 def test_loop_bans():
     histories = [[7, 5, 5], [5, 6, 5, 6, 5], [5, 6, 8, 5, 6], [9, 9, 5, 6, 7, 5, 6], [5, 6, 7, 8], [6, 5, 6, 5]]
-    bans = search.loop_bans(histories, 10)
+    bans = repetition.loop_bans(histories, 10)
     assert bans == {0: [5], 1: [6], 2: [8], 3: [7]}          # 5 5 [5]; 5 6 5 6 5 [6]; 5 6 8 5 6 [8]; 5 6 7 5 6 [7]
-    assert search.loop_bans(histories, 2) == {0: [5], 1: [6]}   # periods up to 2 only
-    assert search.loop_bans(histories, 0) == {} and search.loop_bans([[1], [2]], 10) == {}
+    assert repetition.loop_bans(histories, 2) == {0: [5], 1: [6]}   # periods up to 2 only
+    assert repetition.loop_bans(histories, 0) == {} and repetition.loop_bans([[1], [2]], 10) == {}
+
+
+def test_word_loop_bans_see_a_copy_spelled_in_other_pieces():
+    """"in der Euro zone in der" must not go on with "▁Eurozone", nor "... in der Euro" with "zone":
+    the ids differ from the first copy's, the words do not."""
+    pieces = repetition.Pieces.of(["<pad>", "<unk>", "<s>", "</s>", "▁in", "▁der", "▁Euro", "zone", "▁Eurozone",
+                                   "▁die", ",", "▁ha", "z", "one"])
+    p = pieces.ids
+    first = [p["▁die"], p["▁in"], p["▁der"], p["▁Euro"], p["zone"], p["▁in"], p["▁der"]]
+    assert repetition.word_loop_bans([first], 10, pieces) == {0: [p["▁Eurozone"]]}
+    assert repetition.loop_bans([first], 10) == {}                 # in ids, "▁Eurozone" copies nothing
+    assert repetition.word_loop_bans([first + [p["▁Euro"]]], 10, pieces) == {0: [p["zone"]]}
+    assert repetition.word_loop_bans([first + [p["▁Euro"], p["z"]]], 10, pieces) == {0: [p["one"]]}
+    assert repetition.word_loop_bans([[p["▁ha"], p["▁ha"]]], 10, pieces) == {0: [p["▁ha"]]}   # a third "ha"
+    assert repetition.word_loop_bans([[p["▁ha"], p["▁ha"]]], 0, pieces) == {}
+    assert repetition.word_loop_bans([first[:5], [p["▁in"]], []], 10, pieces) == {}    # no loop begun
+    assert repetition.last_words([p["zone"], p[","], p["▁in"], p["▁der"], p["▁Euro"], p["zone"], p[","]],
+                                 pieces.by_id, 10) == ["zone,", "in", "der", "Eurozone,"]
+    opts = DecodeOptions()
+    assert repetition.banned_tokens([first], opts, pieces) == {0: [p["▁Eurozone"]]}
+    assert repetition.banned_tokens([first], opts) == {}                                    # without the pieces
 
 
 def test_repeated_ngram_ends():
     histories = [[5, 6, 7, 5], [5, 6, 5, 6], [5]]
-    assert search.repeated_ngram_ends(histories[0], 2) == [6]     # "5 6" was seen: 6 may not follow 5 again
-    assert search.repeated_ngram_ends(histories[1], 3) == [5]     # "5 6 5" was seen: 5 may not follow "5 6"
-    assert search.repeated_ngram_ends(histories[2], 1) == [5]     # n = 1: no token twice
-    assert all(search.repeated_ngram_ends(h, 3) == [] for h in ([], [1], [1, 2], [3]))   # shorter than n
+    assert repetition.repeated_ngram_ends(histories[0], 2) == [6]     # "5 6" was seen: 6 may not follow 5 again
+    assert repetition.repeated_ngram_ends(histories[1], 3) == [5]     # "5 6 5" was seen: 5 may not follow "5 6"
+    assert repetition.repeated_ngram_ends(histories[2], 1) == [5]     # n = 1: no token twice
+    assert all(repetition.repeated_ngram_ends(h, 3) == [] for h in ([], [1], [1, 2], [3]))   # shorter than n
     opts = DecodeOptions(no_repeat_ngram_size=2, no_repeat_loop=0)
-    assert search.banned_tokens(lambda: histories, opts) == {0: [6], 1: [5]}
-    assert search.banned_tokens(lambda: histories, replace(opts, no_repeat_ngram_size=0)) == {}   # off
+    assert repetition.banned_tokens(histories, opts) == {0: [6], 1: [5]}
+    assert repetition.banned_tokens(histories, replace(opts, no_repeat_ngram_size=0)) == {}   # off
 
 
 # ---------------------------------------------------------------------------------------------
