@@ -78,6 +78,8 @@ def build_config(ckpt: Checkpoint, checkpoint: Path, variants: dict, parity: dic
             "model_config": cfg.to_dict(),
             "run_config": ckpt.run_config,
             "scores": checkpoint_scores(ckpt, checkpoint),
+            **({"averaged_from": ckpt.averaged_from} if ckpt.averaged_from else {}),
+            **({"shipped_from": ckpt.shipped_from} if ckpt.shipped_from else {}),
             "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "exporter": {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": ort.__version__,
                          "opset": opset},

@@ -42,6 +42,7 @@ def ship_bundle(checkpoint: Path, out: Path, force: bool = False, **export_optio
     fp32 = config.variants.pop("fp32")
     for graph in ("encoder", "decoder"):
         (out / fp32[graph]).unlink()
+    config.provenance["checkpoint"] = SHIPPED_CHECKPOINT   # exported from the bundle's own copy (same sha256)
     config.extra["shipped"] = {
         "checkpoint": SHIPPED_CHECKPOINT,
         "dropped_variants": ["fp32"],

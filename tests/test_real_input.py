@@ -82,8 +82,6 @@ def test_numbers_urls_and_code_come_through_verbatim(translator, source, to, ver
     assert all(v in tr.text for v in verbatim), tr.text
 
 
-@pytest.mark.xfail(strict=True, reason="the shipped model itself turns München into '2006'; the number "
-                                       "repair has no source number to put in its place")
 def test_a_name_is_not_turned_into_a_number(translator):
     [tr] = translator.translate("Der Zug nach München hat heute wegen eines Signalfehlers zwanzig Minuten "
                                 "Verspätung.", to="en")
