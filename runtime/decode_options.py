@@ -64,9 +64,9 @@ class DecodeOptions:
                                                "(1 = all).")
     seed: int | None = option(None, "--seed", "N", "Random seed for --sampling (reproducible output).")
     no_repeat_ngram_size: int = option(0, "--no-repeat-ngram", "N", "Never repeat an n-gram of N tokens (0 = off).")
-    no_repeat_loop: int = option(10, "--no-repeat-loop", "N", "Stop loops: never repeat a run of up to N tokens "
-                                                             "back to back (a second time if 3+ tokens long, a "
-                                                             "third if 1 or 2; 0 = off).")
+    no_repeat_loop: int = option(10, "--no-repeat-loop", "N", "Stop loops: never repeat a run of up to N tokens, "
+                                                             "or N words however spelled, back to back (a second "
+                                                             "time if 3+ long, a third if 1 or 2; 0 = off).")
     max_length_ratio: float = option(1.5, "--max-length-ratio", "X", f"At most X times the source tokens + "
                                                                      f"{MAX_LENGTH_EXTRA} output tokens (and the "
                                                                      f"model's maximum).")
