@@ -59,19 +59,25 @@ def measure_throughput(engine, sources: list[str], to: str, reps: int, warmup: i
     return runs, outputs
 
 
+def status_kb(field: str) -> int | None:
+    """A memory figure of this process from /proc/self/status, in KiB (None where /proc is missing)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_kb() -> int:
     """This process's peak resident set size in KiB.
 
     Linux keeps ru_maxrss across execve: a worker started from a parent holding torch inherits
     the parent's peak. VmHWM belongs to the process's own address space (new at exec), so it is
     the engine's alone; ru_maxrss is the fallback where /proc is missing."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss   # KiB on Linux, bytes on macOS
+    peak = status_kb("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss   # KiB on Linux
 
 
 def run(job: dict) -> dict:
@@ -80,7 +86,8 @@ def run(job: dict) -> dict:
     os.environ.setdefault("OMP_NUM_THREADS", str(job["threads"]))
     start = time.perf_counter()
     engine = engines.load(job["engine"], job["artifacts"], job["threads"])
-    result = {"engine": job["engine"], "load_s": time.perf_counter() - start,
+    # Resident memory once loaded, before any translation: the imports, the runtime and the weights.
+    result = {"engine": job["engine"], "load_s": time.perf_counter() - start, "loaded_rss_kb": status_kb("VmRSS"),
               "impl": getattr(engine, "impl", ""), "datasets": {}}
     for ds in job["datasets"]:
         sources, to = ds["sources"], ds["tgt_lang"]

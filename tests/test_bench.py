@@ -61,6 +61,7 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
         if name != "ct2-int8":   # the fixture's margins are checked for our fp32 and int8, not CT2's int8
             assert d["bleu_greedy"] == d["bleu_beam"] == pytest.approx(100.0), name   # sacreBLEU: 100.00000000000004
         assert e["peak_rss_mb"] > 0 and e["model_size_mb"] > 0
+        assert 0 < e["loaded_rss_mb"] <= e["peak_rss_mb"]
         assert e["ratios"]["reference"] == ("ct2-int8" if name.endswith("int8") else "ct2-fp32")
         assert (work / "outputs" / f"{name}.tatoeba-dev.greedy.txt").is_file()
         if e["kind"] != "torch":
