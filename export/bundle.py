@@ -71,7 +71,7 @@ def build_config(ckpt: Checkpoint, checkpoint: Path, variants: dict, parity: dic
     cfg = ckpt.model_config
     return ckpt.bundle_config(
         variants=variants,
-        tensors=bf.tensor_names(cfg.decoder_layers, search_head=True),
+        tensors=bf.tensor_names(cfg.decoder_layers, search_head=True, cross_per_sentence=True),
         provenance={
             "checkpoint": str(Path(checkpoint).resolve()),
             "checkpoint_sha256": file_sha256(checkpoint),

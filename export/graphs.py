@@ -28,6 +28,7 @@ DEFAULT_OPSET = 18
 
 # Example sizes for tracing: deliberately not 0 or 1 so no dimension can be specialised.
 EXAMPLE_BATCH, EXAMPLE_SRC, EXAMPLE_TGT, EXAMPLE_PAST = 2, 5, 3, 4
+EXAMPLE_ROWS_PER_SENTENCE = 2
 
 
 class EncoderGraph(nn.Module):
@@ -61,7 +62,8 @@ class DecoderGraph(nn.Module):
 
 
 def example_inputs(model: Transformer) -> tuple[tuple, tuple]:
-    """Encoder and decoder example inputs, with padding in the second source row."""
+    """Encoder and decoder example inputs, with padding in the second source row. The decoder's
+    have two target rows per sentence (beams sharing the sentence's cross keys and values)."""
     cfg = model.cfg
     b, s, t, p = EXAMPLE_BATCH, EXAMPLE_SRC, EXAMPLE_TGT, EXAMPLE_PAST
     g = torch.Generator().manual_seed(0)
@@ -69,8 +71,9 @@ def example_inputs(model: Transformer) -> tuple[tuple, tuple]:
     src_mask = torch.ones(b, s, dtype=torch.bool)
     src_mask[1, -2:] = False
     src_ids[~src_mask] = 0
-    tgt_ids = torch.randint(4, cfg.vocab_size, (b, t), generator=g)
-    shape_past = (b, cfg.n_heads, p, cfg.head_dim)
+    rows = EXAMPLE_ROWS_PER_SENTENCE * b
+    tgt_ids = torch.randint(4, cfg.vocab_size, (rows, t), generator=g)
+    shape_past = (rows, cfg.n_heads, p, cfg.head_dim)
     shape_cross = (b, cfg.n_heads, s, cfg.head_dim)
     past = [torch.randn(shape_past, generator=g) for _ in range(2 * cfg.decoder_layers)]
     cross = [torch.randn(shape_cross, generator=g) for _ in range(2 * cfg.decoder_layers)]
@@ -84,12 +87,14 @@ def dynamic_axes(layers: int) -> tuple[dict, dict]:
            bf.ENCODER_OUT: {0: "batch", 1: "src_len"}}
     for n in names["encoder"]["outputs"][1:]:
         enc[n] = {0: "batch", 2: "src_len"}
-    dec = {bf.TGT_IDS: {0: "batch", 1: "new_len"}, bf.SRC_MASK: {0: "batch", 1: "src_len"},
-           bf.LOGITS: {0: "batch", 1: "new_len"}, bf.CROSS_ATTENTION: {0: "batch", 1: "new_len", 2: "src_len"}}
+    # The decoder's rows and its sentences (src_mask, cross) are separate axes: one name for both
+    # would let shape inference fold rows = sentences into the cross-attention's reshapes.
+    dec = {bf.TGT_IDS: {0: "rows", 1: "new_len"}, bf.SRC_MASK: {0: "sentences", 1: "src_len"},
+           bf.LOGITS: {0: "rows", 1: "new_len"}, bf.CROSS_ATTENTION: {0: "rows", 1: "new_len", 2: "src_len"}}
     for i in range(layers):
-        dec[bf.past_key(i)] = dec[bf.past_value(i)] = {0: "batch", 2: "past_len"}
-        dec[bf.cross_key(i)] = dec[bf.cross_value(i)] = {0: "batch", 2: "src_len"}
-        dec[bf.present_key(i)] = dec[bf.present_value(i)] = {0: "batch", 2: "total_len"}
+        dec[bf.past_key(i)] = dec[bf.past_value(i)] = {0: "rows", 2: "past_len"}
+        dec[bf.cross_key(i)] = dec[bf.cross_value(i)] = {0: "sentences", 2: "src_len"}
+        dec[bf.present_key(i)] = dec[bf.present_value(i)] = {0: "rows", 2: "total_len"}
     return enc, dec
 
 

@@ -67,9 +67,9 @@ def add_search_head(path: Path, vocab_size: int) -> list[str]:
     graph.initializer.extend(numpy_helper.from_array(np.array(v, dtype=np.int64), f"h/{name}")
                              for name, v in constants.items())
     graph.output.extend([
-        helper.make_tensor_value_info(bf.TOP_LOGPROBS, TensorProto.FLOAT, ["batch", k]),
-        helper.make_tensor_value_info(bf.TOP_IDS, TensorProto.INT64, ["batch", k]),
-        helper.make_tensor_value_info(bf.EOS_LOGPROB, TensorProto.FLOAT, ["batch"]),
+        helper.make_tensor_value_info(bf.TOP_LOGPROBS, TensorProto.FLOAT, ["rows", k]),
+        helper.make_tensor_value_info(bf.TOP_IDS, TensorProto.INT64, ["rows", k]),
+        helper.make_tensor_value_info(bf.EOS_LOGPROB, TensorProto.FLOAT, ["rows"]),
     ])
     onnx.save(model, str(path))
     how = f"two-stage TopK({k}) over {vocab_size // block} blocks of {block}" if block else f"TopK({k})"

@@ -29,6 +29,10 @@ Graphs (B batch, S source length, T new target positions, P past length, H heads
                   tokens, best first; K = min(SEARCH_HEAD_K, V)), eos_logprob float[B]
 
 Every cache tensor has batch on axis 0, so beam search reorders all of them the same way.
+Where "tensors" says "cross_per_sentence": true (what mt-export writes now), the decoder's src_mask
+and cross inputs may have one row per sentence instead: N rows of tgt_ids and past, the g = N / B
+rows of each sentence (its beams) consecutive. Feeding them per row (g = 1) still works, which is
+what older runtimes do; bundles without the key need them per row.
 The names above are the defaults; the runtime reads them from config.json's "tensors" (the lists
 in the order above, parsed by `parse_tensors`), so that file is the contract.
 Loading a bundle reads JSON, SentencePiece and ONNX only: never pickle.
@@ -116,8 +120,9 @@ def present_value(i: int) -> str:
     return f"present_value_{i}"
 
 
-def tensor_names(decoder_layers: int, search_head: bool = False) -> dict:
-    """Input and output names of both graphs, in graph order; the search head's only if asked."""
+def tensor_names(decoder_layers: int, search_head: bool = False, cross_per_sentence: bool = False) -> dict:
+    """Input and output names of both graphs, in graph order; the search head's only if asked, and
+    whether the decoder takes src_mask and cross per sentence (see the module docstring)."""
     cross = [n for i in range(decoder_layers) for n in (cross_key(i), cross_value(i))]
     past = [n for i in range(decoder_layers) for n in (past_key(i), past_value(i))]
     present = [n for i in range(decoder_layers) for n in (present_key(i), present_value(i))]
@@ -128,6 +133,7 @@ def tensor_names(decoder_layers: int, search_head: bool = False) -> dict:
             "outputs": [LOGITS, *present, CROSS_ATTENTION,
                         *([TOP_LOGPROBS, TOP_IDS, EOS_LOGPROB] if search_head else [])],
         },
+        **({"cross_per_sentence": True} if cross_per_sentence else {}),
     }
 
 
@@ -147,6 +153,7 @@ class GraphNames:
     present: list[str]            # present_key_0, ... (fed back as `past`, same order)
     cross_attention: str
     search_head: list[str]        # [top_logprobs, top_ids, eos_logprob], or [] for a decoder without it
+    cross_per_sentence: bool = False   # src_mask and cross may have one row per sentence, not per row
 
 
 def parse_tensors(tensors: dict, decoder_layers: int) -> GraphNames:
@@ -162,7 +169,8 @@ def parse_tensors(tensors: dict, decoder_layers: int) -> GraphNames:
         raise ValueError("tensors: the decoder's src_mask / cross inputs are not the encoder's")
     return GraphNames(enc_in, enc_out, dec_in, dec_out, src_ids=enc_in[0], src_mask=enc_in[1], cross=cross,
                       tgt_ids=dec_in[0], past=dec_in[2:2 + kv], logits=dec_out[0], present=dec_out[1:1 + kv],
-                      cross_attention=dec_out[1 + kv], search_head=dec_out[2 + kv:])
+                      cross_attention=dec_out[1 + kv], search_head=dec_out[2 + kv:],
+                      cross_per_sentence=tensors.get("cross_per_sentence", False) is True)
 
 
 class BundleError(Exception):

@@ -13,7 +13,9 @@ returns every position's logits: the export's parity check compares those with P
 
 Cross-attention keys/values depend only on the source sentence, so both backends track which
 sentence each state row belongs to and re-gather them only when that changes (a sentence
-finishing, or the first beam expansion), not on every beam reorder.
+finishing, or the first beam expansion), not on every beam reorder. A decoder exported with
+"cross_per_sentence" (bundle_format.py) takes them once per sentence, shared by its beams: 4x less
+cache memory at beam 4, and no re-gather at the first expansion.
 """
 
 from __future__ import annotations
@@ -195,13 +197,28 @@ def first_rows(rows: np.ndarray, have: np.ndarray) -> np.ndarray | None:
     return lookup[rows]
 
 
+def sentence_groups(rows: np.ndarray) -> np.ndarray | None:
+    """The sentences of `rows` once each, when every sentence's rows are consecutive and equally
+    many (as beam search keeps them), so a decoder that takes cross per sentence can share them;
+    else None (the cross tensors then go per row)."""
+    if not len(rows):
+        return None
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    sentences = rows[starts]
+    if len(rows) % len(starts) or np.unique(sentences).size != sentences.size \
+            or not np.array_equal(np.repeat(sentences, len(rows) // len(starts)), rows):
+        return None
+    return sentences
+
+
 @dataclass
 class OnnxState:
-    src_mask: np.ndarray              # [N,S] for the sentences in `cross_rows`
+    src_mask: np.ndarray              # for the sentences in `cross_rows`
     cross: dict                       # cross_key_i / cross_value_i, computed once per batch
     past: dict                        # past_key_i / past_value_i, one position longer each step
     rows: np.ndarray                  # sentence of each state row
-    cross_rows: np.ndarray = field(default=None)   # sentence of each row of `cross` and `src_mask`
+    cross_rows: np.ndarray = field(default=None)   # sentence of each row of `cross` and `src_mask`:
+                                                   # one a row, or one a sentence (`sentence_groups`)
 
 
 class OnnxBackend:
@@ -276,12 +293,15 @@ class OnnxBackend:
         return np.take(value, rows, axis=0)
 
     def _align_cross(self, state: OnnxState) -> None:
-        index = first_rows(state.rows, state.cross_rows)
+        wanted = sentence_groups(state.rows) if self.names.cross_per_sentence else None
+        if wanted is None:
+            wanted = state.rows
+        index = first_rows(wanted, state.cross_rows)
         if index is not None:
             for name in state.cross:
                 state.cross[name] = self._take(state.cross[name], index)
             state.src_mask = np.take(state.src_mask, index, axis=0)
-            state.cross_rows = state.rows
+            state.cross_rows = wanted
 
 
 class IOBindingBackend(OnnxBackend):

@@ -50,7 +50,7 @@ def test_bundle_files_and_config(fixture_bundle, fixture_checkpoint):
     assert config.special_ids == {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
     assert config.language_tags == ckpt.language_tags
     assert sorted(map(tuple, config.directions)) == sorted(map(tuple, ckpt.directions))
-    assert config.tensors == bf.tensor_names(mc["decoder_layers"], search_head=True)
+    assert config.tensors == bf.tensor_names(mc["decoder_layers"], search_head=True, cross_per_sentence=True)
     assert set(config.variants) == {"fp32", "int8"}
     for variant, entry in config.variants.items():
         assert entry["encoder"] == bf.graph_file("encoder", variant)

@@ -3,6 +3,9 @@ one, the cache bookkeeping of beam search, session options and provider selectio
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -11,7 +14,7 @@ from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime import ProviderError, Translator, TranslationError
 from mtkit.runtime.batching import pad_batch
 from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
-from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows
+from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows, sentence_groups
 from mtkit.runtime.vocab import BOS_ID, PAD_ID, source_ids
 
 # Sentences the fixture model knows, so that both paths are far from any near-tie; one has two sentences.
@@ -86,15 +89,47 @@ def test_teacher_force_over_a_chunk_matches_stepping_token_by_token(request, tra
     assert (past.shape() if isinstance(past, ort.OrtValue) else list(past.shape))[2] == steps + 1
 
 
-def test_beam_reorders_do_not_regather_cross_attention_cache(plain):
+@pytest.fixture(scope="module")
+def per_row(fixture_bundle, tmp_path_factory):
+    """The fixture bundle as an older mt-export wrote it: config.json without "cross_per_sentence",
+    so the runtime feeds the decoder's cross tensors one per row (the graph takes either)."""
+    copy = tmp_path_factory.mktemp("per-row") / "bundle"
+    shutil.copytree(fixture_bundle, copy)
+    config = json.loads((copy / "config.json").read_text(encoding="utf-8"))
+    assert config["tensors"].pop("cross_per_sentence") is True
+    (copy / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return Translator(copy, variant="fp32", threads=ORT_THREADS)
+
+
+@pytest.mark.parametrize("options", [dict(beam_size=1), dict(beam_size=4, num_hypotheses=3),
+                                     dict(beam_size=3, return_alignment=True), dict(sampling=True, seed=5, top_k=10)])
+def test_cross_per_sentence_decodes_as_per_row(plain, per_row, options):
+    """A sentence's beams sharing its cross keys/values is the same computation as each row having
+    its own copy: same tokens, scores and alignments up to rounding."""
+    assert plain.backend.names.cross_per_sentence and not per_row.backend.names.cross_per_sentence
+    a, b = plain.translate(TEXTS, **options), per_row.translate(TEXTS, **options)
+    assert [[h.tokens for h in t.hypotheses] for t in a] == [[h.tokens for h in t.hypotheses] for t in b]
+    np.testing.assert_allclose([h.score for t in a for h in t.hypotheses],
+                               [h.score for t in b for h in t.hypotheses], rtol=0, atol=1e-5)
+    if options.get("return_alignment"):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x.alignment.weights, y.alignment.weights, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("translator", ["plain", "per_row"])
+def test_beam_reorders_do_not_regather_cross_attention_cache(request, translator):
     """Cross keys/values depend only on the source sentence: reordering beams within a sentence
-    must leave them alone; dropping a sentence must gather them."""
-    backend = plain.backend
+    must leave them alone; dropping a sentence must gather them. Per sentence they are gathered
+    neither at the beam expansion nor at a reorder."""
+    backend = request.getfixturevalue(translator).backend
+    per_sentence = backend.names.cross_per_sentence
     ids = np.array([[5, 300, 301, 3], [5, 302, 3, 0]])
     state = backend.start(ids, ids != 0)
+    encoded = state.cross["cross_key_0"]
     backend.select(state, np.repeat([0, 1], 3))              # 3 beams per sentence
     backend.step(state, np.full(6, 2))
     cross = state.cross["cross_key_0"]
+    assert (cross is encoded) == per_sentence and len(cross) == (2 if per_sentence else 6)
     backend.select(state, np.array([2, 0, 0, 5, 3, 4]))      # reorder within each sentence
     past = state.past["past_key_0"]
     backend.step(state, np.arange(6) + 10)
@@ -102,9 +137,18 @@ def test_beam_reorders_do_not_regather_cross_attention_cache(plain):
     assert state.past["past_key_0"].shape[2] == past.shape[2] + 1
     backend.select(state, np.array([3, 4, 5]))                # sentence 0 finished
     backend.step(state, np.arange(3) + 10)
-    assert state.cross["cross_key_0"] is not cross and len(state.cross["cross_key_0"]) == 3
-    np.testing.assert_array_equal(state.cross["cross_key_0"], cross[3:6])
-    np.testing.assert_array_equal(state.src_mask, np.repeat([[True, True, True, False]], 3, axis=0))
+    left = 1 if per_sentence else 3
+    assert state.cross["cross_key_0"] is not cross and len(state.cross["cross_key_0"]) == left
+    np.testing.assert_array_equal(state.cross["cross_key_0"], cross[-left:])
+    np.testing.assert_array_equal(state.src_mask, np.repeat([[True, True, True, False]], left, axis=0))
+
+
+def test_sentence_groups():
+    np.testing.assert_array_equal(sentence_groups(np.array([3, 3, 1, 1])), [3, 1])
+    np.testing.assert_array_equal(sentence_groups(np.array([0, 1, 2])), [0, 1, 2])
+    assert sentence_groups(np.array([0, 0, 1])) is None          # unequal counts
+    assert sentence_groups(np.array([0, 1, 0, 1])) is None       # a sentence's rows apart
+    assert sentence_groups(np.array([], dtype=np.int64)) is None
 
 
 def test_first_rows():

@@ -103,7 +103,11 @@ class SelfAttention(nn.Module):
 
 class CrossAttention(nn.Module):
     """Decoder-to-encoder attention. Keys and values come from `project_memory`, computed once per
-    source; with `need_weights` the softmax is written out so the head-averaged weights can be returned."""
+    source; with `need_weights` the softmax is written out so the head-averaged weights can be returned.
+
+    The queries may have more rows than the keys: N = g * B rows, the g consecutive rows of each of B
+    sentences (its beams), attend to that sentence's keys as g times as many query positions, so
+    beam search needs the keys and values once per sentence. In training N = B."""
 
     def __init__(self, cfg: ModelConfig, need_weights: bool):
         super().__init__()
@@ -119,15 +123,19 @@ class CrossAttention(nn.Module):
         return split_heads(k, self.n_heads), split_heads(v, self.n_heads)
 
     def forward(self, x: torch.Tensor, memory_kv: KV, mask: torch.Tensor):
-        q = split_heads(self.q(x), self.n_heads)
-        k, v = memory_kv
+        k, v = memory_kv                                            # [B,H,S,Dh]
+        b, h, dh = k.size(0), self.n_heads, k.size(3)
+        # [N,T,D] -> [B,g*T,H,Dh] -> [B,H,g*T,Dh]: a sentence's g rows in a row, as query positions.
+        # -1, not N // B: the ONNX export must compute the group size, not freeze the example's.
+        q = self.q(x).reshape(b, -1, h, dh).transpose(1, 2)
         if not self.need_weights:
-            y = attend(q, k, v, mask, self.dropout if self.training else 0.0)
-            return self.out(merge_heads(y)), None
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
-        weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = F.dropout(weights, self.dropout, self.training) @ v
-        return self.out(merge_heads(y)), weights.mean(dim=1)
+            y, weights = attend(q, k, v, mask, self.dropout if self.training else 0.0), None
+        else:
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(dh))
+            weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = F.dropout(weights, self.dropout, self.training) @ v
+            weights = weights.mean(dim=1).reshape(x.size(0), x.size(1), -1)         # [N,T,S]
+        return self.out(y.transpose(1, 2).reshape_as(x)), weights
 
 
 class FeedForward(nn.Module):
@@ -234,10 +242,11 @@ class Transformer(nn.Module):
         return [layer.cross_attn.project_memory(memory) for layer in self.decoder_layers]
 
     def decode(self, tgt_ids: torch.Tensor, src_mask: torch.Tensor, cross: list[KV], past: list[KV] | None = None):
-        """Run the decoder over new positions `tgt_ids` [B,T] after `past` (per-layer [B,H,P,Dh]).
+        """Run the decoder over new positions `tgt_ids` [N,T] after `past` (per-layer [N,H,P,Dh]).
+        `src_mask` [B,S] and `cross` are per sentence: N = B, or g rows per sentence (CrossAttention).
 
-        Returns logits [B,T,V], the present keys/values (per layer, [B,H,P+T,Dh]) and the last
-        layer's head-averaged cross-attention weights [B,T,S].
+        Returns logits [N,T,V], the present keys/values (per layer, [N,H,P+T,Dh]) and the last
+        layer's head-averaged cross-attention weights [N,T,S].
         """
         past_len = past[0][0].size(2) if past is not None else 0
         new_len = tgt_ids.size(1)
