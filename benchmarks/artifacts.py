@@ -1,9 +1,11 @@
 """What the engines load, built from the checkpoint into the work dir or reused: the ONNX bundle
 (`mtkit.export.export_bundle`, with an int8 variant) and the CTranslate2 fp32 and int8 models
-(`ct2_convert.py`), reused while newer than the checkpoint; and the size of each engine's weights."""
+(`ct2_convert.py`), reused while newer than the checkpoint (the bundle also only while exported by
+this same export code); and the size of each engine's weights."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +21,21 @@ class ArtifactError(Exception):
 
 def _fresh(path: Path, checkpoint: Path) -> bool:
     return path.exists() and path.stat().st_mtime >= checkpoint.stat().st_mtime
+
+
+def exporter_fingerprint() -> str:
+    """A hash of the code that shapes an exported bundle (the model, the export, the format): a cached
+    bundle from other code would measure other graphs."""
+    import mtkit.export
+    import mtkit.runtime.bundle_format
+    import mtkit.train.model
+
+    files = sorted(Path(mtkit.export.__file__).parent.glob("*.py")) + \
+        [Path(mtkit.train.model.__file__), Path(mtkit.runtime.bundle_format.__file__)]
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
 
 
 def prepare(cfg: BenchConfig, engines: list[EngineSpec], work: Path, log) -> tuple[dict, dict[str, str]]:
@@ -67,7 +84,10 @@ def _bundle(cfg: BenchConfig, path: Path, want_fp16: bool, log) -> Path:
     if cfg.bundle:
         BundleConfig.load(Path(cfg.bundle))     # a clear BundleError if it is not one
         return Path(cfg.bundle)
-    if not cfg.rebuild and _fresh(path / "config.json", cfg.checkpoint):
+    marker = path.with_name(path.name + ".exporter")          # beside the bundle, not in it
+    fingerprint = exporter_fingerprint()
+    if not cfg.rebuild and _fresh(path / "config.json", cfg.checkpoint) and marker.is_file() \
+            and marker.read_text() == fingerprint:
         variants = BundleConfig.load(path).variants
         if "int8" in variants and ("fp16" in variants or not want_fp16):
             return path
@@ -75,6 +95,7 @@ def _bundle(cfg: BenchConfig, path: Path, want_fp16: bool, log) -> Path:
 
     log("exporting the ONNX bundle (fp32 + int8" + (" + fp16)" if want_fp16 else ")"))
     export_bundle(cfg.checkpoint, path, quantize="int8", fp16=want_fp16, force=True)
+    marker.write_text(fingerprint)
     return path
 
 

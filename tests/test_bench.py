@@ -137,3 +137,22 @@ def test_the_default_work_dir_is_never_beside_the_checkpoint(tmp_path, monkeypat
     assert work.is_relative_to(tmp_path / "cache") and not work.is_relative_to(model)
     assert work == default_work_dir(model / "checkpoint.fp16.pt")
     assert work != default_work_dir(tmp_path / "other" / "checkpoint.fp16.pt")
+
+
+def test_cached_bundle_is_reused_only_from_the_same_export_code(fixture_checkpoint, tmp_path):
+    """The work dir's bundle is newer than the checkpoint either way; exported by other code (an older
+    mtkit, an edited graph) it would measure other graphs, so it is exported again."""
+    from types import SimpleNamespace
+
+    from mtkit.benchmarks.artifacts import _bundle, exporter_fingerprint
+
+    cfg = SimpleNamespace(bundle=None, rebuild=False, checkpoint=Path(fixture_checkpoint))
+    path, logged = tmp_path / "bundle", []
+    _bundle(cfg, path, False, logged.append)
+    marker = tmp_path / "bundle.exporter"
+    assert marker.read_text() == exporter_fingerprint() and len(logged) == 1
+    _bundle(cfg, path, False, logged.append)
+    assert len(logged) == 1                                  # reused
+    marker.write_text("other code")
+    _bundle(cfg, path, False, logged.append)
+    assert len(logged) == 2 and marker.read_text() == exporter_fingerprint()
