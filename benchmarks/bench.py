@@ -213,8 +213,8 @@ def engine_entry(spec: EngineSpec, skipped: str | None, raw: dict | None, artifa
         return entry | {"status": "failed", "note": raw["error"]}
     size, counted = model_size(spec, artifacts)
     return entry | dict(status="ok", impl=raw.get("impl", ""), load_s=raw["load_s"],
-                        peak_rss_mb=raw["peak_rss_kb"] / 1024,
-                        loaded_rss_mb=raw["loaded_rss_kb"] / 1024 if raw.get("loaded_rss_kb") else None, ru_maxrss_mb=raw["ru_maxrss_kb"] / 1024,
+                        peak_rss_mb=raw["peak_rss_kb"] / 1024, ru_maxrss_mb=raw["ru_maxrss_kb"] / 1024,
+                        loaded_rss_mb=raw["loaded_rss_kb"] / 1024 if raw.get("loaded_rss_kb") else None,
                         imported_torch=raw["imported_torch"], model_size_mb=size / 2**20, model_size_counted=counted,
                         datasets={d["name"]: report.summarize_dataset(raw["datasets"][d["name"]], d["refs"])
                                   for d in datasets})

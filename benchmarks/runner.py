@@ -73,7 +73,7 @@ def merge_rounds(rounds: list[dict]) -> dict:
     pooled = lambda name, key: [x for r in rounds for x in r["datasets"][name][key]]   # noqa: E731
     return {**last, "load_s": statistics.median(r["load_s"] for r in rounds),
             "peak_rss_kb": max(r["peak_rss_kb"] for r in rounds),
-            "loaded_rss_kb": max((r.get("loaded_rss_kb") or 0 for r in rounds), default=0) or None,
+            "loaded_rss_kb": max((r["loaded_rss_kb"] for r in rounds if r.get("loaded_rss_kb")), default=None),
             "ru_maxrss_kb": max(r["ru_maxrss_kb"] for r in rounds),
             "datasets": {name: {**ds, "latency_s": pooled(name, "latency_s"),
                                 "throughput_runs": pooled(name, "throughput_runs")}

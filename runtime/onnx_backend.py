@@ -203,10 +203,9 @@ def sentence_groups(rows: np.ndarray) -> np.ndarray | None:
     else None (the cross tensors then go per row)."""
     if not len(rows):
         return None
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    sentences = rows[starts]
-    if len(rows) % len(starts) or np.unique(sentences).size != sentences.size \
-            or not np.array_equal(np.repeat(sentences, len(rows) // len(starts)), rows):
+    sentences = rows[np.r_[True, rows[1:] != rows[:-1]]]          # the first row of each run
+    per_sentence = len(rows) // len(sentences)   # with unequal runs, the repeat below cannot equal rows
+    if np.unique(sentences).size != sentences.size or not np.array_equal(np.repeat(sentences, per_sentence), rows):
         return None
     return sentences
 
