@@ -218,6 +218,7 @@ class OnnxState:
     rows: np.ndarray                  # sentence of each state row
     cross_rows: np.ndarray = field(default=None)   # sentence of each row of `cross` and `src_mask`:
                                                    # one a row, or one a sentence (`sentence_groups`)
+    aligned_for: np.ndarray = field(default=None)  # the `rows` that `cross_rows` was last fitted to
 
 
 class OnnxBackend:
@@ -292,6 +293,9 @@ class OnnxBackend:
         return np.take(value, rows, axis=0)
 
     def _align_cross(self, state: OnnxState) -> None:
+        if state.aligned_for is state.rows:     # no row left or moved since (greedy, most steps)
+            return
+        state.aligned_for = state.rows
         wanted = sentence_groups(state.rows) if self.names.cross_per_sentence else None
         if wanted is None:
             wanted = state.rows

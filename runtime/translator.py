@@ -39,7 +39,18 @@ from .vocab import EOS_PIECE, source_ids
 # Batches decoded at once on the CPU. Two keep two cores busy through a decoder step's small kernels:
 # beam-4 throughput 1.17-1.29x of one batch at a time on a 2-core AMD EPYC, outputs identical
 # (benchmarks/PERF_NOTES.md). More would cut the row budget into batches too small to be efficient.
+# They share the threads: on 2 cores one intra-op thread each, and a lone sentence then runs on one,
+# which was faster there (greedy latency 0.91-0.94x of two: waking a pool thread costs more than a
+# second core gives to kernels this small).
 PARALLEL_BATCHES = 2
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, e.g. under taskset or a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:       # not on Linux
+        return os.cpu_count() or 1
 
 
 class LongInputWarning(UserWarning):
@@ -218,7 +229,9 @@ class Translator:
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
         variant: "auto" (int8 on CPU when the bundle has it, fp16 on CUDA when it has it, else fp32),
-        or "fp32" / "int8" / "fp16". threads: ONNX Runtime intra-op threads (None = its default).
+        or "fp32" / "int8" / "fp16". threads: CPU threads for inference in all (None = the CPUs this
+        process may use); on a CPU the parallel batches share them, each batch's graphs running on
+        threads // parallel_batches ONNX Runtime intra-op threads, so no more run than asked.
         graph_optimization ("disable" / "basic" / "extended" / "all"), memory_arena and spinning (idle
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
@@ -242,8 +255,10 @@ class Translator:
         try:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
-            settings = SessionSettings(threads=threads, graph_optimization=graph_optimization, memory_arena=memory_arena,
-                                       spinning=spinning)
+            total = threads or available_cpus()
+            batches = parallel_batches or (1 if provider == "cuda" else min(PARALLEL_BATCHES, total))
+            settings = SessionSettings(threads=max(1, total // batches), graph_optimization=graph_optimization,
+                                       memory_arena=memory_arena, spinning=spinning)
             # ONNX Runtime builds the sessions while SentencePiece loads; a tokenizer error still comes first.
             with ThreadPoolExecutor(1) as pool:
                 opening = pool.submit(open_for_provider, directory, config, variant, provider, settings, io_binding)
@@ -253,7 +268,7 @@ class Translator:
         except BundleError as e:
             raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
         if parallel_batches is None:      # a GPU runs one batch at a time best; a 1-thread CPU gains nothing
-            parallel_batches = 1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or os.cpu_count() or 1)
+            parallel_batches = 1 if provider == "cuda" else batches
         self._setup(backend, tokenizer, config, directory, provider, chosen_variant,
                     max_batch_tokens, max_batch_sentences, parallel_batches, pieces)
 

@@ -168,13 +168,22 @@ def test_gather_graph_is_valid_onnx_and_gathers_rows(elem, dtype):
 
 
 def test_session_options_are_applied(fixture_bundle, plain):
-    t = Translator(fixture_bundle, variant="fp32", threads=2, graph_optimization="disable", memory_arena=False)
+    t = Translator(fixture_bundle, variant="fp32", threads=2, parallel_batches=1, graph_optimization="disable",
+                   memory_arena=False)
     options = t.backend.decoder.get_session_options()
     assert options.intra_op_num_threads == 2
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     assert options.enable_cpu_mem_arena is False
     a, b = t.translate(TEXTS, beam_size=1), plain.translate(TEXTS, beam_size=1)
     assert [x.tokens for x in a] == [x.tokens for x in b]
+
+
+@pytest.mark.parametrize("threads, batches, intra_op", [(4, 2, 2), (2, None, 1), (3, 2, 1), (1, 2, 1)])
+def test_parallel_batches_share_the_threads(fixture_bundle, threads, batches, intra_op):
+    t = Translator(fixture_bundle, variant="fp32", threads=threads, parallel_batches=batches)
+    assert t.parallel_batches == (batches or 2)
+    for session in (t.backend.encoder, t.backend.decoder):
+        assert session.get_session_options().intra_op_num_threads == intra_op
 
 
 def test_variants(fixture_bundle, plain):
