@@ -34,7 +34,7 @@ VARIANT = click.option("--variant", type=click.Choice(VARIANTS), default="auto",
                        help="Graph precision: auto = int8 on the CPU, fp16 on CUDA, if the bundle has them; "
                             "else fp32.")
 THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
-                       help="CPU threads for inference (default: all the CPUs this process may use).")
+                       help="ONNX Runtime's intra-op threads, shared by the int8 graphs' parallel batches (default: its choice).")
 DATA_DIR = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
                         help=f"Where the corpora are (default: ${DATA_DIR_ENV}, else shared/data beside the "
                              "source checkout).")

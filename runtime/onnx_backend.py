@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +58,24 @@ class SessionSettings:
     # later loads skip graph optimization: about half of session creation (PERF_NOTES.md). Off with
     # MT_ORT_CACHE=0. The copy is specific to this machine and onnxruntime version, hence a cache.
     cache_optimized: bool = True
+    parallel_batches: int = 1             # batches decoded at once, each calling these sessions
+
+    def for_variant(self, variant: str) -> "SessionSettings":
+        """The settings for one variant's sessions. Parallel batches on the int8 graphs share the
+        threads, threads // parallel_batches each: on a 2-core AMD EPYC one thread gave 0.92-0.94x the
+        greedy latency of two (waking a pool thread costs more than a second core gives kernels this
+        small), beam unchanged. fp32 kept both (one: 1.26-1.29x the latency); PERF_NOTES.md, session 12."""
+        if variant != "int8" or self.parallel_batches <= 1:
+            return self
+        return replace(self, threads=max(1, (self.threads or available_cpus()) // self.parallel_batches))
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, e.g. under taskset or a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:       # not on Linux
+        return os.cpu_count() or 1
 
 
 def cuda_available() -> bool:

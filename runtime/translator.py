@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import time
 import unicodedata
 import warnings
@@ -39,18 +38,8 @@ from .vocab import EOS_PIECE, source_ids
 # Batches decoded at once on the CPU. Two keep two cores busy through a decoder step's small kernels:
 # beam-4 throughput 1.17-1.29x of one batch at a time on a 2-core AMD EPYC, outputs identical
 # (benchmarks/PERF_NOTES.md). More would cut the row budget into batches too small to be efficient.
-# They share the threads: on 2 cores one intra-op thread each, and a lone sentence then runs on one,
-# which was faster there (greedy latency 0.91-0.94x of two: waking a pool thread costs more than a
-# second core gives to kernels this small).
+# How they share the threads: `SessionSettings.for_variant`.
 PARALLEL_BATCHES = 2
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, e.g. under taskset or a container's cpuset)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:       # not on Linux
-        return os.cpu_count() or 1
 
 
 class LongInputWarning(UserWarning):
@@ -178,6 +167,7 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
         preference = ("int8", "fp32", "fp16") if provider == "cpu" else ("fp16", "fp32", "int8")
         variant = next((v for v in preference if v in config.variants), "fp32")
     encoder_path, decoder_path = bundle.variant_files(directory, config, variant)
+    settings = settings.for_variant(variant)
     # Both at once: ONNX Runtime releases the GIL for most of a session's creation (PERF_NOTES.md,
     # "Session 9"). An encoder error still comes first.
     with ThreadPoolExecutor(1) as pool:
@@ -229,9 +219,8 @@ class Translator:
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
         variant: "auto" (int8 on CPU when the bundle has it, fp16 on CUDA when it has it, else fp32),
-        or "fp32" / "int8" / "fp16". threads: CPU threads for inference in all (None = the CPUs this
-        process may use); on a CPU the parallel batches share them, each batch's graphs running on
-        threads // parallel_batches ONNX Runtime intra-op threads, so no more run than asked.
+        or "fp32" / "int8" / "fp16". threads: ONNX Runtime intra-op threads (None = its default; the
+        int8 graphs' parallel batches share them, see `SessionSettings.for_variant`).
         graph_optimization ("disable" / "basic" / "extended" / "all"), memory_arena and spinning (idle
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
@@ -239,7 +228,7 @@ class Translator:
         together. parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU
         with 2 or more threads, else 1; see `batching.decode_all`).
         """
-        from .onnx_backend import SessionSettings
+        from .onnx_backend import SessionSettings, available_cpus
 
         if provider not in ("cpu", "cuda", "auto"):
             raise TranslationError(f"unknown provider {provider!r} (expected cpu, cuda or auto)")
@@ -255,9 +244,8 @@ class Translator:
         try:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
-            total = threads or available_cpus()
-            batches = parallel_batches or (1 if provider == "cuda" else min(PARALLEL_BATCHES, total))
-            settings = SessionSettings(threads=max(1, total // batches), graph_optimization=graph_optimization,
+            batches = parallel_batches or (1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or available_cpus()))
+            settings = SessionSettings(threads=threads, parallel_batches=batches, graph_optimization=graph_optimization,
                                        memory_arena=memory_arena, spinning=spinning)
             # ONNX Runtime builds the sessions while SentencePiece loads; a tokenizer error still comes first.
             with ThreadPoolExecutor(1) as pool:

@@ -168,8 +168,7 @@ def test_gather_graph_is_valid_onnx_and_gathers_rows(elem, dtype):
 
 
 def test_session_options_are_applied(fixture_bundle, plain):
-    t = Translator(fixture_bundle, variant="fp32", threads=2, parallel_batches=1, graph_optimization="disable",
-                   memory_arena=False)
+    t = Translator(fixture_bundle, variant="fp32", threads=2, graph_optimization="disable", memory_arena=False)
     options = t.backend.decoder.get_session_options()
     assert options.intra_op_num_threads == 2
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -178,12 +177,15 @@ def test_session_options_are_applied(fixture_bundle, plain):
     assert [x.tokens for x in a] == [x.tokens for x in b]
 
 
-@pytest.mark.parametrize("threads, batches, intra_op", [(4, 2, 2), (2, None, 1), (3, 2, 1), (1, 2, 1)])
-def test_parallel_batches_share_the_threads(fixture_bundle, threads, batches, intra_op):
-    t = Translator(fixture_bundle, variant="fp32", threads=threads, parallel_batches=batches)
-    assert t.parallel_batches == (batches or 2)
-    for session in (t.backend.encoder, t.backend.decoder):
+@pytest.mark.parametrize("threads, batches, intra_op", [(4, 2, 2), (2, None, 1), (3, 2, 1), (1, 2, 1), (2, 1, 2)])
+def test_parallel_batches_share_the_int8_threads(fixture_bundle, threads, batches, intra_op):
+    int8 = Translator(fixture_bundle, variant="int8", threads=threads, parallel_batches=batches)
+    fp32 = Translator(fixture_bundle, variant="fp32", threads=threads, parallel_batches=batches)
+    assert int8.parallel_batches == fp32.parallel_batches == (batches or min(2, threads))
+    for session in (int8.backend.encoder, int8.backend.decoder):
         assert session.get_session_options().intra_op_num_threads == intra_op
+    for session in (fp32.backend.encoder, fp32.backend.decoder):
+        assert session.get_session_options().intra_op_num_threads == threads
 
 
 def test_variants(fixture_bundle, plain):
