@@ -93,7 +93,8 @@ def markdown(results: dict) -> str:
         "latency ×CT2 below 1 and throughput ×CT2 above 1 mean faster than CTranslate2. "
         "Peak RSS is the high-water mark (VmHWM) of the engine's own process; ru_maxrss is not used because "
         "Linux carries the parent's peak across exec. RSS after loading is the same process's resident memory "
-        "once the engine is loaded, before its first sentence (imports, runtime, weights). Model size counts the weight files only (no tokenizer).",
+        "once the engine is loaded, before its first sentence (imports, runtime, weights). "
+        "Model size counts the weight files only (no tokenizer).",
         "",
     ]
     engines = {n: e for n, e in results["engines"].items() if e["device"] == "cpu"}

@@ -15,6 +15,7 @@ from mtkit.runtime import ProviderError, Translator, TranslationError
 from mtkit.runtime.batching import pad_batch
 from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
 from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows, sentence_groups
+from mtkit.runtime.translator import PARALLEL_BATCHES
 from mtkit.runtime.vocab import BOS_ID, PAD_ID, source_ids
 
 # Sentences the fixture model knows, so that both paths are far from any near-tie; one has two sentences.
@@ -181,7 +182,7 @@ def test_session_options_are_applied(fixture_bundle, plain):
 def test_parallel_batches_share_the_int8_threads(fixture_bundle, threads, batches, intra_op):
     int8 = Translator(fixture_bundle, variant="int8", threads=threads, parallel_batches=batches)
     fp32 = Translator(fixture_bundle, variant="fp32", threads=threads, parallel_batches=batches)
-    assert int8.parallel_batches == fp32.parallel_batches == (batches or min(2, threads))
+    assert int8.parallel_batches == fp32.parallel_batches == (batches or min(PARALLEL_BATCHES, threads))
     for session in (int8.backend.encoder, int8.backend.decoder):
         assert session.get_session_options().intra_op_num_threads == intra_op
     for session in (fp32.backend.encoder, fp32.backend.decoder):
