@@ -163,15 +163,7 @@ class _Rewriter:
         del self.graph.node[:]
         self.graph.node.extend(new_nodes)
         self.graph.initializer.extend(self.new_inits)
-        _drop_unused(self.graph)
-
-
-def _drop_unused(graph) -> None:
-    """Remove nodes and initializers nothing reads any more (the float weights, tied Transposes)."""
-    drop_dead_nodes(graph)
-    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    for init in [i for i in graph.initializer if i.name not in used]:
-        graph.initializer.remove(init)
+        drop_dead_nodes(self.graph)   # and the float weights, tied Transposes
 
 
 def _constants_to_initializers(graph) -> None:

@@ -6,8 +6,10 @@ implement, so one optimized graph serves every provider. (ORT's own graph optimi
 run at session creation; saving their result offline would tie the file to one provider: the runtime
 caches it per machine instead, see runtime/onnx_backend.py.)
 
-Two rewrites of our own follow, both measured in benchmarks/PERF_NOTES.md: attention scores as one
-FusedMatMul (`fuse_attention_scores`) and constant Reshape shapes (`constant_reshapes`).
+Rewrites of our own follow, each measured in benchmarks/PERF_NOTES.md: attention scores as one
+FusedMatMul (`fuse_attention_scores`), constant Reshape shapes (`constant_reshapes`) and attention
+masks without NaN guards (`drop_softmax_nan_guards`); static_shapes.py folds the rest of the
+shape arithmetic.
 """
 
 from __future__ import annotations
@@ -94,14 +96,16 @@ def share_tied_embedding(path: Path) -> list[str]:
 
 
 def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
-    """Compute attention scores as one FusedMatMul(q, k, transB=1, alpha=1/sqrt(head_dim)).
+    """Compute attention scores as one FusedMatMul(q, k, alpha=1/sqrt(head_dim)).
 
-    The exporter decomposes `F.scaled_dot_product_attention` into MatMul(q * sqrt(s), Transpose(k) * sqrt(s)),
+    The exporter decomposes `F.scaled_dot_product_attention` into MatMul(q * sqrt(s), k^T * sqrt(s)),
     with s = 1/sqrt(head_dim) computed from shapes at run time. For the decoder's self-attention
     that transposes and scales the whole KV cache at every step, and the cross-attention does the
     same to the cross keys: ~20% of a beam-search step (benchmarks/PERF_NOTES.md). FusedMatMul
-    reads k transposed in place and scales the (much smaller) product instead. The scores change
-    by float rounding only (max logit difference ~3e-6 on the Multi30k model).
+    reads k transposed in place (transB) where k^T is a Transpose of the last two axes, and scales
+    the (much smaller) product instead. The encoder's k^T comes straight from the head split
+    ([B,S,H,Dh] -> [B,H,Dh,S]); there only the scaling goes. The scores change by float rounding
+    only (max logit difference ~3e-6 on the Multi30k model).
     """
     model = onnx.load(str(path))
     graph = model.graph
@@ -114,14 +118,16 @@ def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
         if not (q_mul is not None and k_mul is not None and q_mul.op_type == k_mul.op_type == "Mul"):
             continue
         q_scale, k_scale, k_t = producer.get(q_mul.input[1]), producer.get(k_mul.input[1]), producer.get(k_mul.input[0])
-        # Both factors are the same sqrt(scale), and k is transposed over its last two axes.
+        # Both factors are the same sqrt(scale) of the exporter's scaled_dot_product_attention.
         if not (q_scale is not None and k_scale is not None and q_scale.op_type == k_scale.op_type == "Sqrt"
-                and q_scale.input[0] == k_scale.input[0] and k_t is not None and k_t.op_type == "Transpose"
-                and [list(a.ints) for a in k_t.attribute if a.name == "perm"] == [[0, 1, 3, 2]]):
+                and q_scale.input[0] == k_scale.input[0]):
             continue
-        replacement = helper.make_node("FusedMatMul", [q_mul.input[0], k_t.input[0]], list(node.output),
+        swaps_last_axes = k_t is not None and k_t.op_type == "Transpose" and \
+            [list(a.ints) for a in k_t.attribute if a.name == "perm"] == [[0, 1, 3, 2]]
+        k = k_t.input[0] if swaps_last_axes else k_mul.input[0]
+        replacement = helper.make_node("FusedMatMul", [q_mul.input[0], k], list(node.output),
                                        name=f"{node.name}/fused_scores", domain="com.microsoft",
-                                       transA=0, transB=1, alpha=1.0 / float(np.sqrt(head_dim)))
+                                       transA=0, transB=int(swaps_last_axes), alpha=1.0 / float(np.sqrt(head_dim)))
         graph.node.insert(list(graph.node).index(node), replacement)
         graph.node.remove(node)
         fused += 1
@@ -133,8 +139,59 @@ def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
     if not any(op.domain == "com.microsoft" for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     onnx.save(model, str(path))
-    return [f"attention scores: {fused} x FusedMatMul(q, k, transB) instead of scaling and transposing the keys "
-            f"at every step ({before} -> {len(graph.node)} nodes)"]
+    return [f"attention scores: {fused} x FusedMatMul(q, k) with the scale inside instead of scaling q and k "
+            f"at every call ({before} -> {len(graph.node)} nodes)"]
+
+
+def drop_softmax_nan_guards(path: Path) -> list[str]:
+    """Fill masked attention scores with float32's lowest finite value, and drop the NaN guards.
+
+    For a boolean mask the exporter adds -inf to masked scores and, since a row masked throughout
+    would be NaN, follows every softmax with Where(IsNaN(p), 0, p): two kernels per attention at
+    every call. With a finite fill, a row with one unmasked key gets the same weights (the masked
+    ones underflow to exactly 0) and a row masked throughout a finite one, so the guard has nothing
+    left to catch. The runtime never sends such a row: every source holds its language tag and EOS.
+    """
+    model = onnx.load(str(path))
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    inits = {init.name: init for init in graph.initializer}
+    constants = {name: numpy_helper.to_array(init) for name, init in inits.items() if int(np.prod(init.dims)) == 1}
+    constants |= {node.output[0]: numpy_helper.to_array(node.attribute[0].t) for node in graph.node
+                  if node.op_type == "Constant" and node.attribute[0].name == "value"}
+    fill = "finite_mask_fill"
+    renamed: dict[str, str] = {}
+    for guard in graph.node:
+        if guard.op_type != "Where":
+            continue
+        is_nan, probs = producer.get(guard.input[0]), guard.input[2]
+        softmax = producer.get(probs)
+        if not (is_nan is not None and is_nan.op_type == "IsNaN" and is_nan.input[0] == probs
+                and softmax is not None and softmax.op_type == "Softmax"):
+            continue
+        add = producer.get(softmax.input[0])
+        masks = [producer.get(name) for name in add.input] if add is not None and add.op_type == "Add" else []
+        mask = next((m for m in masks if m is not None and m.op_type == "Where"), None)
+        minus_inf = [i for i, name in enumerate(mask.input)
+                     if i and name in constants and constants[name].size == 1 and constants[name].item() == -np.inf] \
+            if mask else []
+        if not minus_inf:
+            continue
+        if fill not in inits:
+            inits[fill] = numpy_helper.from_array(np.array(np.finfo(np.float32).min, np.float32), fill)
+            graph.initializer.append(inits[fill])
+        mask.input[minus_inf[0]] = fill
+        renamed[guard.output[0]] = probs
+    if not renamed:
+        return []
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            node.input[i] = renamed.get(name, name)
+    before = len(graph.node)
+    drop_dead_nodes(graph)
+    onnx.save(model, str(path))
+    return [f"attention masks filled with a finite value: {len(renamed)} softmax NaN guards dropped "
+            f"({before} -> {len(graph.node)} nodes)"]
 
 
 def constant_reshapes(path: Path) -> list[str]:
@@ -145,20 +202,11 @@ def constant_reshapes(path: Path) -> list[str]:
     [0, 0, 4, 64] (0 = keep that input dim) says the same, so the shape arithmetic goes: 358 -> 226
     decoder nodes on the Multi30k model, identical outputs, ~9% faster greedy steps at batch 1.
     """
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
     model = onnx.load(str(path))
     graph = model.graph
-    try:
-        # On failure it dumps the model into the working directory: let that be a temporary one.
-        with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch):
-            inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=True)
-    except Exception as e:   # the graph still works as it is; record why it was left alone
-        return [f"constant Reshape shapes: not applied (symbolic shape inference failed: {type(e).__name__})"]
-    shapes = {}
-    for info in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
-        dims = info.type.tensor_type.shape.dim
-        shapes[info.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in dims]
+    shapes = inferred_dims(model)
+    if shapes is None:   # the graph still works as it is; record why it was left alone
+        return ["constant Reshape shapes: not applied (symbolic shape inference failed)"]
     constants = {i.name for i in graph.initializer}
     changed = 0
     for node in graph.node:
@@ -187,13 +235,34 @@ def constant_reshapes(path: Path) -> list[str]:
             f"({before} -> {len(graph.node)} nodes)"]
 
 
+def inferred_dims(model: onnx.ModelProto) -> dict[str, list] | None:
+    """Every tensor's dims from ONNX Runtime's symbolic shape inference: an int where fixed, a
+    symbol's name where it varies, None where unknown; None if the inference fails."""
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    try:
+        # On failure it dumps the model into the working directory: let that be a temporary one.
+        with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch):
+            inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=True)
+    except Exception:
+        return None
+    shapes = {}
+    for info in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
+        dims = info.type.tensor_type.shape.dim
+        shapes[info.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in dims]
+    return shapes
+
+
 def drop_dead_nodes(graph) -> None:
-    """Remove nodes none of whose outputs is used (by a node or as a graph output)."""
+    """Remove nodes none of whose outputs is used (by a node or as a graph output), then the
+    initializers nothing reads any more."""
     outputs = {o.name for o in graph.output}
     while True:
         used = {name for node in graph.node for name in node.input} | outputs
         dead = [node for node in graph.node if not any(out in used for out in node.output)]
         if not dead:
-            return
+            break
         for node in dead:
             graph.node.remove(node)
+    for init in [i for i in graph.initializer if i.name not in used]:
+        graph.initializer.remove(init)
