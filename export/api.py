@@ -23,7 +23,7 @@ from mtkit.runtime.errors import ModelLoadError, ProviderError
 from mtkit.runtime.onnx_backend import PROVIDERS, cuda_available
 from mtkit.train.checkpoint import load_model
 
-from . import bundle, graphs, int8, optimize, parity, static_shapes, variants
+from . import bundle, graphs, int8, optimize, parity, variants
 from .bundle import ExportError
 from .parity import ParityError
 from .search_head import add_search_head
@@ -98,10 +98,7 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
             for graph, path in raw.items():
                 dest = staging / bf.graph_file(graph, "fp32")
                 fp32_opts[graph] = optimize.optimize_graph(path, dest, cfg.n_heads, cfg.d_model, cfg.activation)
-                fp32_opts[graph] += optimize.fuse_attention_scores(dest, cfg.head_dim)
-                fp32_opts[graph] += static_shapes.fold_static_shapes(dest)
-                fp32_opts[graph] += optimize.constant_reshapes(dest)
-                fp32_opts[graph] += optimize.drop_softmax_nan_guards(dest)
+                fp32_opts[graph] += optimize.rewrite_for_runtime(dest, cfg.head_dim)
             entries["fp32"] = _entry("fp32", "float32", fp32_opts)
 
             if quantize == "int8":

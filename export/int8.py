@@ -37,7 +37,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
-from .optimize import drop_dead_nodes
+from .graph_tools import drop_dead_nodes
 
 WEIGHT_LEVELS = 64            # |Wq| <= 64: no int16 saturation in u8 x s8 pair sums (see above)
 ACTIVATION_LEVELS = 127       # x / scale in [-127, 127], + 128 -> [1, 255]

@@ -6,17 +6,15 @@ implement, so one optimized graph serves every provider. (ORT's own graph optimi
 run at session creation; saving their result offline would tie the file to one provider: the runtime
 caches it per machine instead, see runtime/onnx_backend.py.)
 
-Rewrites of our own follow, each measured in benchmarks/PERF_NOTES.md: attention scores as one
-FusedMatMul (`fuse_attention_scores`), constant Reshape shapes (`constant_reshapes`) and attention
-masks without NaN guards (`drop_softmax_nan_guards`); static_shapes.py folds the rest of the
-shape arithmetic.
+Rewrites of our own follow, each measured in benchmarks/PERF_NOTES.md and run in order by
+`rewrite_for_runtime`: attention scores as one FusedMatMul (`fuse_attention_scores`), the static shape
+arithmetic folded (static_shapes.py), constant Reshape shapes (`constant_reshapes`) and attention
+masks without NaN guards (`drop_softmax_nan_guards`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +23,9 @@ from onnx import helper, numpy_helper
 
 from onnxruntime.transformers import optimizer
 from onnxruntime.transformers.fusion_options import FusionOptions
+
+from . import static_shapes
+from .graph_tools import constant_values, drop_dead_nodes, inferred_dims
 
 # Fusions worth recording, with the reason one may find nothing to fuse in this model.
 RECORDED = {
@@ -95,6 +96,12 @@ def share_tied_embedding(path: Path) -> list[str]:
             f"({arrays[copy].nbytes / 1e6:.1f} MB saved; ONNX Runtime folds it at load)" for copy, original in replaced]
 
 
+def rewrite_for_runtime(path: Path, head_dim: int) -> list[str]:
+    """Our own rewrites of an fp32 graph after `optimize_graph`, in order; what each did, for config.json."""
+    return (fuse_attention_scores(path, head_dim) + static_shapes.fold_static_shapes(path)
+            + constant_reshapes(path) + drop_softmax_nan_guards(path))
+
+
 def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
     """Compute attention scores as one FusedMatMul(q, k, alpha=1/sqrt(head_dim)).
 
@@ -155,10 +162,7 @@ def drop_softmax_nan_guards(path: Path) -> list[str]:
     model = onnx.load(str(path))
     graph = model.graph
     producer = {out: node for node in graph.node for out in node.output}
-    inits = {init.name: init for init in graph.initializer}
-    constants = {name: numpy_helper.to_array(init) for name, init in inits.items() if int(np.prod(init.dims)) == 1}
-    constants |= {node.output[0]: numpy_helper.to_array(node.attribute[0].t) for node in graph.node
-                  if node.op_type == "Constant" and node.attribute[0].name == "value"}
+    constants = constant_values(graph, max_elements=1)
     fill = "finite_mask_fill"
     renamed: dict[str, str] = {}
     for guard in graph.node:
@@ -172,14 +176,13 @@ def drop_softmax_nan_guards(path: Path) -> list[str]:
         add = producer.get(softmax.input[0])
         masks = [producer.get(name) for name in add.input] if add is not None and add.op_type == "Add" else []
         mask = next((m for m in masks if m is not None and m.op_type == "Where"), None)
-        minus_inf = [i for i, name in enumerate(mask.input)
-                     if i and name in constants and constants[name].size == 1 and constants[name].item() == -np.inf] \
-            if mask else []
+        # -inf, or the fill already (a mask another guard's softmax shares)
+        minus_inf = [i for i, name in enumerate(mask.input) if i and (name == fill or name in constants
+                     and constants[name].size == 1 and constants[name].item() == -np.inf)] if mask else []
         if not minus_inf:
             continue
-        if fill not in inits:
-            inits[fill] = numpy_helper.from_array(np.array(np.finfo(np.float32).min, np.float32), fill)
-            graph.initializer.append(inits[fill])
+        if not renamed:
+            graph.initializer.append(numpy_helper.from_array(np.array(np.finfo(np.float32).min, np.float32), fill))
         mask.input[minus_inf[0]] = fill
         renamed[guard.output[0]] = probs
     if not renamed:
@@ -233,36 +236,3 @@ def constant_reshapes(path: Path) -> list[str]:
     onnx.save(model, str(path))
     return [f"constant Reshape shapes: {changed} x Reshape without run-time shape arithmetic "
             f"({before} -> {len(graph.node)} nodes)"]
-
-
-def inferred_dims(model: onnx.ModelProto) -> dict[str, list] | None:
-    """Every tensor's dims from ONNX Runtime's symbolic shape inference: an int where fixed, a
-    symbol's name where it varies, None where unknown; None if the inference fails."""
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-    try:
-        # On failure it dumps the model into the working directory: let that be a temporary one.
-        with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch):
-            inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=True)
-    except Exception:
-        return None
-    shapes = {}
-    for info in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
-        dims = info.type.tensor_type.shape.dim
-        shapes[info.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in dims]
-    return shapes
-
-
-def drop_dead_nodes(graph) -> None:
-    """Remove nodes none of whose outputs is used (by a node or as a graph output), then the
-    initializers nothing reads any more."""
-    outputs = {o.name for o in graph.output}
-    while True:
-        used = {name for node in graph.node for name in node.input} | outputs
-        dead = [node for node in graph.node if not any(out in used for out in node.output)]
-        if not dead:
-            break
-        for node in dead:
-            graph.node.remove(node)
-    for init in [i for i in graph.initializer if i.name not in used]:
-        graph.initializer.remove(init)

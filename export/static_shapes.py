@@ -20,7 +20,7 @@ import onnx
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from .optimize import drop_dead_nodes, inferred_dims
+from .graph_tools import constant_values, drop_dead_nodes, inferred_dims
 
 MAX_ELEMENTS = 64     # only shape-sized values are folded, never a weight or a table
 # Deterministic ops that shape arithmetic uses; any other op is left to run.
@@ -37,17 +37,13 @@ def fold_static_shapes(path: Path) -> list[str]:
     dims = inferred_dims(model)
     if dims is None:
         return ["static shape arithmetic: not folded (symbolic shape inference failed)"]
-    known = {init.name: numpy_helper.to_array(init) for init in graph.initializer
-             if int(np.prod(init.dims)) <= MAX_ELEMENTS}
+    known = constant_values(graph, MAX_ELEMENTS)
     partial: dict[str, np.ndarray] = {}          # object arrays, None where only run time knows
     folded = []
     for node in graph.node:
         if node.domain not in ("", "ai.onnx"):
             continue
-        if node.op_type == "Constant":
-            value = numpy_helper.to_array(node.attribute[0].t) if node.attribute[0].name == "value" else None
-            if value is not None and value.size <= MAX_ELEMENTS:
-                known[node.output[0]] = value
+        if node.op_type == "Constant":      # already in `known`, if small
             continue
         value = _evaluate(node, known, partial, dims)
         if value is None:

@@ -244,6 +244,7 @@ class Translator:
         try:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
+            # A GPU runs one batch at a time best; a 1-thread CPU gains nothing from two.
             batches = parallel_batches or (1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or available_cpus()))
             settings = SessionSettings(threads=threads, parallel_batches=batches, graph_optimization=graph_optimization,
                                        memory_arena=memory_arena, spinning=spinning)
@@ -255,10 +256,10 @@ class Translator:
                 provider, self.provider_note, chosen_variant, backend = opening.result()
         except BundleError as e:
             raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
-        if parallel_batches is None:      # a GPU runs one batch at a time best; a 1-thread CPU gains nothing
-            parallel_batches = 1 if provider == "cuda" else batches
+        if parallel_batches is None and provider == "cuda":   # "auto" chose CUDA, which runs one batch at a time best
+            batches = 1
         self._setup(backend, tokenizer, config, directory, provider, chosen_variant,
-                    max_batch_tokens, max_batch_sentences, parallel_batches, pieces)
+                    max_batch_tokens, max_batch_sentences, batches, pieces)
 
     @classmethod
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",

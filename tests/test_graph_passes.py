@@ -1,4 +1,4 @@
-"""mt-export's own graph rewrites (export/optimize.py, export/static_shapes.py) on the fixture model's
+"""mt-export's own graph rewrites (`optimize.rewrite_for_runtime`) on the fixture model's
 traced graphs: fewer kernels, the same outputs up to float rounding, for any batch and length."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from mtkit.export import graphs, optimize, static_shapes
+from mtkit.export import graphs, optimize
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID
 from mtkit.train.checkpoint import load_model
@@ -29,10 +29,7 @@ def traced(fixture_checkpoint, tmp_path_factory):
         fused, rewritten = out / f"{graph}.fused.onnx", out / f"{graph}.rewritten.onnx"
         optimize.optimize_graph(path, fused, cfg.n_heads, cfg.d_model, cfg.activation)
         shutil.copy(fused, rewritten)
-        records[graph] = (optimize.fuse_attention_scores(rewritten, cfg.head_dim)
-                          + static_shapes.fold_static_shapes(rewritten)
-                          + optimize.constant_reshapes(rewritten)
-                          + optimize.drop_softmax_nan_guards(rewritten))
+        records[graph] = optimize.rewrite_for_runtime(rewritten, cfg.head_dim)
         pairs[graph] = fused, rewritten
     return cfg, pairs, records
 
@@ -84,8 +81,8 @@ def test_rewritten_decoder_gives_the_same_outputs(traced, sentences, group, past
     cfg, pairs, _ = traced
     rng = np.random.default_rng(sentences * 100 + group * 10 + past)
     src, mask = sources(cfg, sentences, 6, rng)
-    cross = dict(zip([o.name for o in session(pairs["encoder"][1]).get_outputs()],
-                     session(pairs["encoder"][1]).run(None, {bf.SRC_IDS: src, bf.SRC_MASK: mask})))
+    encoder = session(pairs["encoder"][1])
+    cross = dict(zip([o.name for o in encoder.get_outputs()], encoder.run(None, {bf.SRC_IDS: src, bf.SRC_MASK: mask})))
     rows = sentences * group
     feeds = {bf.TGT_IDS: np.concatenate([np.full((rows, 1), BOS_ID), rng.integers(EOS_ID + 1, cfg.vocab_size,
                                                                                  (rows, new - 1))], axis=1),
