@@ -54,14 +54,11 @@ def fold_static_shapes(path: Path) -> list[str]:
             known[node.output[0]] = value.astype(np.int64) if value.dtype == object else value
             folded.append(node)
     before = len(graph.node)
-    gone = {id(node) for node in folded}
-    used = {name for node in graph.node if id(node) not in gone for name in node.input} | {o.name for o in graph.output}
     for node in folded:
         graph.node.remove(node)
-        if node.output[0] in used:
-            graph.initializer.append(numpy_helper.from_array(known[node.output[0]], node.output[0]))
+        graph.initializer.append(numpy_helper.from_array(known[node.output[0]], node.output[0]))
     sliced = _shape_slices(graph, known)
-    drop_dead_nodes(graph)
+    drop_dead_nodes(graph)          # and the folded values nothing reads
     if before == len(graph.node):
         return []
     onnx.save(model, str(path))
