@@ -11,6 +11,11 @@ import onnx
 from onnx import numpy_helper
 
 
+def producers(graph) -> dict:
+    """The node that computes each tensor, by the tensor's name."""
+    return {out: node for node in graph.node for out in node.output}
+
+
 def constant_values(graph, max_elements: int) -> dict[str, np.ndarray]:
     """Initializers and Constant-node values of at most `max_elements` elements, by name."""
     values = {init.name: numpy_helper.to_array(init) for init in graph.initializer

@@ -37,7 +37,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
-from .graph_tools import drop_dead_nodes
+from .graph_tools import drop_dead_nodes, producers
 
 WEIGHT_LEVELS = 64            # |Wq| <= 64: no int16 saturation in u8 x s8 pair sums (see above)
 ACTIVATION_LEVELS = 127       # x / scale in [-127, 127], + 128 -> [1, 255]
@@ -62,7 +62,7 @@ class _Rewriter:
         self.model = model
         self.graph = model.graph
         self.inits = {i.name: i for i in self.graph.initializer}
-        self.producer = {out: node for node in self.graph.node for out in node.output}
+        self.producer = producers(self.graph)
         self.tables = tables
         self.quantized_inputs: dict[str, tuple[str, str]] = {}     # x -> (xq, row scale)
         self.new_inits: list = []

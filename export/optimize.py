@@ -25,7 +25,7 @@ from onnxruntime.transformers import optimizer
 from onnxruntime.transformers.fusion_options import FusionOptions
 
 from . import static_shapes
-from .graph_tools import constant_values, drop_dead_nodes, inferred_dims
+from .graph_tools import constant_values, drop_dead_nodes, inferred_dims, producers
 
 # Fusions worth recording, with the reason one may find nothing to fuse in this model.
 RECORDED = {
@@ -97,12 +97,17 @@ def share_tied_embedding(path: Path) -> list[str]:
 
 
 def rewrite_for_runtime(path: Path, head_dim: int) -> list[str]:
-    """Our own rewrites of an fp32 graph after `optimize_graph`, in order; what each did, for config.json."""
-    return (fuse_attention_scores(path, head_dim) + static_shapes.fold_static_shapes(path)
-            + constant_reshapes(path) + drop_softmax_nan_guards(path))
+    """Our own rewrites of an fp32 graph after `optimize_graph`, in order, in place (one load, one
+    save); what each did, for config.json."""
+    model = onnx.load(str(path))
+    records = (fuse_attention_scores(model, head_dim) + static_shapes.fold_static_shapes(model)
+               + constant_reshapes(model) + drop_softmax_nan_guards(model))
+    if records:
+        onnx.save(model, str(path))
+    return records
 
 
-def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
+def fuse_attention_scores(model: onnx.ModelProto, head_dim: int) -> list[str]:
     """Compute attention scores as one FusedMatMul(q, k, alpha=1/sqrt(head_dim)).
 
     The exporter decomposes `F.scaled_dot_product_attention` into MatMul(q * sqrt(s), k^T * sqrt(s)),
@@ -114,9 +119,8 @@ def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
     ([B,S,H,Dh] -> [B,H,Dh,S]); there only the scaling goes. The scores change by float rounding
     only (max logit difference ~3e-6 on the Multi30k model).
     """
-    model = onnx.load(str(path))
     graph = model.graph
-    producer = {out: node for node in graph.node for out in node.output}
+    producer = producers(graph)
     fused = 0
     for node in list(graph.node):
         if node.op_type != "MatMul":
@@ -145,12 +149,11 @@ def fuse_attention_scores(path: Path, head_dim: int) -> list[str]:
     drop_dead_nodes(graph)
     if not any(op.domain == "com.microsoft" for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    onnx.save(model, str(path))
     return [f"attention scores: {fused} x FusedMatMul(q, k) with the scale inside instead of scaling q and k "
             f"at every call ({before} -> {len(graph.node)} nodes)"]
 
 
-def drop_softmax_nan_guards(path: Path) -> list[str]:
+def drop_softmax_nan_guards(model: onnx.ModelProto) -> list[str]:
     """Fill masked attention scores with float32's lowest finite value, and drop the NaN guards.
 
     For a boolean mask the exporter adds -inf to masked scores and, since a row masked throughout
@@ -159,9 +162,8 @@ def drop_softmax_nan_guards(path: Path) -> list[str]:
     ones underflow to exactly 0) and a row masked throughout a finite one, so the guard has nothing
     left to catch. The runtime never sends such a row: every source holds its language tag and EOS.
     """
-    model = onnx.load(str(path))
     graph = model.graph
-    producer = {out: node for node in graph.node for out in node.output}
+    producer = producers(graph)
     constants = constant_values(graph, max_elements=1)
     fill = "finite_mask_fill"
     renamed: dict[str, str] = {}
@@ -192,12 +194,11 @@ def drop_softmax_nan_guards(path: Path) -> list[str]:
             node.input[i] = renamed.get(name, name)
     before = len(graph.node)
     drop_dead_nodes(graph)
-    onnx.save(model, str(path))
     return [f"attention masks filled with a finite value: {len(renamed)} softmax NaN guards dropped "
             f"({before} -> {len(graph.node)} nodes)"]
 
 
-def constant_reshapes(path: Path) -> list[str]:
+def constant_reshapes(model: onnx.ModelProto) -> list[str]:
     """Give every Reshape a constant target shape where shape inference can tell it.
 
     The tracer computes each head split / merge shape at run time (Shape -> Gather -> Unsqueeze ->
@@ -205,7 +206,6 @@ def constant_reshapes(path: Path) -> list[str]:
     [0, 0, 4, 64] (0 = keep that input dim) says the same, so the shape arithmetic goes: 358 -> 226
     decoder nodes on the Multi30k model, identical outputs, ~9% faster greedy steps at batch 1.
     """
-    model = onnx.load(str(path))
     graph = model.graph
     shapes = inferred_dims(model)
     if shapes is None:   # the graph still works as it is; record why it was left alone
@@ -233,6 +233,5 @@ def constant_reshapes(path: Path) -> list[str]:
         return []
     before = len(graph.node)
     drop_dead_nodes(graph)
-    onnx.save(model, str(path))
     return [f"constant Reshape shapes: {changed} x Reshape without run-time shape arithmetic "
             f"({before} -> {len(graph.node)} nodes)"]

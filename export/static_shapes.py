@@ -13,14 +13,12 @@ evaluated once (by ONNX's reference evaluator) and stored as an initializer. Siz
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from .graph_tools import constant_values, drop_dead_nodes, inferred_dims
+from .graph_tools import constant_values, drop_dead_nodes, inferred_dims, producers
 
 MAX_ELEMENTS = 64     # only shape-sized values are folded, never a weight or a table
 # Deterministic ops that shape arithmetic uses; any other op is left to run.
@@ -30,9 +28,8 @@ FOLDABLE = {"Add", "Sub", "Mul", "Div", "Neg", "Sqrt", "Reciprocal", "Cast", "Ga
 PARTIAL = {"Shape", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze"}
 
 
-def fold_static_shapes(path: Path) -> list[str]:
-    """Fold `path`'s static shape arithmetic in place; returns what was done, for config.json."""
-    model = onnx.load(str(path))
+def fold_static_shapes(model: onnx.ModelProto) -> list[str]:
+    """Fold the model's static shape arithmetic in place; returns what was done, for config.json."""
     graph = model.graph
     dims = inferred_dims(model)
     if dims is None:
@@ -61,7 +58,6 @@ def fold_static_shapes(path: Path) -> list[str]:
     drop_dead_nodes(graph)          # and the folded values nothing reads
     if before == len(graph.node):
         return []
-    onnx.save(model, str(path))
     return [f"static shape arithmetic folded: {len(folded)} values computed once, {sliced} x Shape(start, end) "
             f"for a run-time dim ({before} -> {len(graph.node)} nodes)"]
 
@@ -111,7 +107,7 @@ def _evaluate(node, known: dict, partial: dict, dims: dict) -> np.ndarray | None
 
 def _shape_slices(graph, known: dict) -> int:
     """Unsqueeze(Gather(Shape(x), i), [0]) -> Shape(x, start=i, end=i+1): one kernel instead of three."""
-    producer = {out: node for node in graph.node for out in node.output}
+    producer = producers(graph)
     replaced = 0
     for node in list(graph.node):
         if node.op_type != "Unsqueeze" or list(known.get(node.input[1], np.array([1])).reshape(-1)) != [0]:
