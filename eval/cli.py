@@ -52,6 +52,7 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
     from mtkit.runtime.data_dir import corpus_file, default_data_dir
 
     if corpus:
+        to = translator.target_from(from_lang, to)     # as mt-translate: --from alone picks the target
         try:
             files = [corpus_file(data_dir or default_data_dir(), corpus, lang) for lang in (from_lang, to)]
         except FileNotFoundError as e:
@@ -84,10 +85,10 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     and pre/post-processing as a bundle (this alone needs torch: the `train` extra)."""
     if corpus and (source_file or ref_file):
         raise click.UsageError("give --corpus or --source-file/--ref-file, not both")
-    if corpus and not (from_lang and to):
-        raise click.UsageError("--corpus needs --from and --to")
+    if corpus and not from_lang:
+        raise click.UsageError("--corpus needs --from (and --to, if the model has more than one target for it)")
     if not corpus and not (source_file and ref_file):
-        raise click.UsageError("give --source-file and --ref-file, or --corpus with --from and --to")
+        raise click.UsageError("give --source-file and --ref-file, or --corpus with --from")
 
     from mtkit.runtime.errors import TranslationError
     from mtkit.runtime.text_io import InputError, atomic_output, read_lines
@@ -161,7 +162,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         import json
         print(json.dumps(report, ensure_ascii=False))
         return
-    direction = f"{src_lang}->{tgt}" if src_lang else f"->{tgt}"
+    direction = f"{src_lang or 'auto'}->{tgt}"       # auto: detected sentence by sentence
     print(f"model     {report['model']} ({translator.variant}, {translator.provider})")
     search = "sampling" if options.sampling else "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
     print(f"test set  {src_path} {direction}, {len(sources)} sentences, {search}")

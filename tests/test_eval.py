@@ -39,11 +39,17 @@ def test_scores_and_speed_of_a_bundle(capsys, fixture_bundle, tmp_path):
     assert report["chrf"] == round(sacrebleu.corpus_chrf(lines, [refs]).score, 2)
 
 
-def test_human_readable_report(capsys, fixture_bundle):
+def test_human_readable_report(capsys, fixture_bundle, tmp_path):
     code, out, _ = cli(capsys, "-m", str(fixture_bundle), "-s", str(FIXTURES / "dev.en"), "-r", str(FIXTURES / "dev.de"),
                        "--limit", "5", "--beam-size", "2")
     assert code == 0
     assert "en->de" in out and "beam 2" in out            # the languages are read from the files' suffixes
+    unnamed = {name: tmp_path / f"{name}.txt" for name in ("sources", "refs")}
+    for name, lang in (("sources", "de"), ("refs", "en")):
+        unnamed[name].write_text((FIXTURES / f"dev.{lang}").read_text(encoding="utf-8"), encoding="utf-8")
+    code, out, _ = cli(capsys, "-m", str(fixture_bundle), "-s", str(unnamed["sources"]), "-r", str(unnamed["refs"]),
+                       "--limit", "5")
+    assert code == 0 and "auto->en" in out                 # no suffix to read: detected sentence by sentence
     for word in ("BLEU", "chrF", "sentences/s", "target tokens/s", "nrefs:1"):
         assert word in out
 
@@ -65,6 +71,10 @@ def test_corpus_from_the_data_dir(capsys, fixture_bundle, tmp_path, monkeypatch)
     code, out, err = cli(capsys, "-m", str(fixture_bundle), "--corpus", "tiny/test", "--from", "de", "--to", "en",
                          "--data-dir", str(tmp_path), "--greedy", "--json")
     assert code == 0 and json.loads(out)["sentences"] == 8, err
+    # --from alone picks the target, as in mt-translate.
+    code, out, err = cli(capsys, "-m", str(fixture_bundle), "--corpus", "tiny/test", "--from", "de",
+                         "--data-dir", str(tmp_path), "--greedy", "--json")
+    assert code == 0 and json.loads(out)["tgt_lang"] == "en", err
 
 
 def test_a_missing_corpus_names_the_path_and_the_way_out(capsys, fixture_bundle, tmp_path, monkeypatch):
@@ -106,7 +116,8 @@ def test_checkpoint_runs_the_same_search_with_pytorch(capsys, fixture_checkpoint
 
 @pytest.mark.parametrize("args, code, message", [
     (["--source-file", "SRC"], 2, "give --source-file and --ref-file"),
-    (["--corpus", "multi30k/test_2016_flickr"], 2, "--corpus needs --from and --to"),
+    (["--corpus", "multi30k/test_2016_flickr"], 2, "--corpus needs --from"),
+    (["--corpus", "multi30k/test_2016_flickr", "--from", "fr"], 1, "cannot translate from 'fr'"),
     (["--corpus", "multi30k/test_2016_flickr", "-s", "SRC"], 2, "give --corpus or --source-file/--ref-file"),
     (["-s", "SRC", "-r", "SRC", "--beam-size", "0"], 2, "--beam-size must be at least 1, not 0"),
     (["-s", "SRC", "-r", "SRC", "--n-best", "2"], 2, "No such option '--n-best'"),     # eval scores the best only

@@ -16,6 +16,8 @@ import asyncio
 import functools
 import inspect
 import io
+import os
+import pty
 import re
 import subprocess
 import sys
@@ -655,6 +657,27 @@ async def test_fixture_model_alignment_of_the_sentence_under_the_cursor(fixture_
 
 
 # ----- no app -----------------------------------------------------------------------------------
+
+TUI = Path(sys.executable).parent / "mt-tui"
+
+
+def test_without_a_terminal_it_refuses_at_once():
+    proc = subprocess.run([str(TUI)], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"needs an interactive terminal" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_a_mistyped_model_fails_before_the_app_starts(tmp_path):
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run([str(TUI), "-m", str(tmp_path / "nosuch")], stdin=follower, stdout=follower,
+                              stderr=subprocess.PIPE, timeout=60, env={**os.environ, "TERM": "xterm"})
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 1
+    assert proc.stderr.decode().strip() == f"mt-tui: error: {tmp_path / 'nosuch'}: no such file or directory"
+
 
 def test_tui_never_imports_torch():
     code = ("import sys; import mtkit.tui.app, mtkit.tui.cli; from mtkit.runtime import Translator; "

@@ -52,6 +52,7 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
                  "README.md"):
         assert f"mtkit/models/de-en/{name}" in names
     assert not any(n.endswith(".pt") for n in names)          # the fp16 checkpoint stays in the checkout
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
     venv, elsewhere, env = tmp_path / "venv", tmp_path / "elsewhere", user_env(tmp_path)
     elsewhere.mkdir()
