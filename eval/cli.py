@@ -91,10 +91,12 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         raise click.UsageError("give --source-file and --ref-file, or --corpus with --from")
 
     from mtkit.runtime.errors import TranslationError
-    from mtkit.runtime.text_io import InputError, atomic_output, read_lines
+    from mtkit.runtime.text_io import InputError, atomic_output, check_output, read_lines
 
     path = Path(model) if model else None
     try:
+        if output_hyps:
+            check_output(output_hyps)           # before the work, not after it
         if path is not None and path.suffix == ".pt":
             translator = checkpoint_translator(path, provider, threads)
         else:
@@ -147,8 +149,10 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         try:
             with atomic_output(output_hyps) as f:
                 f.writelines(h + "\n" for h in hyps)
-        except (InputError, OSError) as e:
-            raise CommandError(f"{output_hyps}: cannot write ({e})") from None
+        except InputError as e:
+            raise CommandError(str(e)) from None
+        except OSError as e:
+            raise CommandError(f"{output_hyps}: cannot write ({e.strerror or e})") from None
     report = {
         "model": str(translator.path), "variant": translator.variant, "provider": translator.provider,
         "src": src_path, "ref": ref_path, "src_lang": src_lang, "tgt_lang": tgt, "sentences": len(sources),

@@ -24,3 +24,7 @@ def __getattr__(name):
         import importlib
         return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])      # the lazy names too, for help() and tab completion

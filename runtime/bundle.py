@@ -78,8 +78,9 @@ def default_model() -> Path:
                       "installed with mt-models install")
 
 
-def locate(model: str | Path) -> Path:
-    """A path that exists, else the model of that name (`find_model`)."""
+def locate(model: str | Path, given_as: str | None = None) -> Path:
+    """A path that exists, else the model of that name (`find_model`). Errors name `model`, or
+    `given_as` where that says more (where the value came from)."""
     path = Path(model).expanduser()
     if path.exists():
         return path
@@ -87,15 +88,19 @@ def locate(model: str | Path) -> Path:
         found = find_model(str(model))
         if found is not None:
             return found
-        raise BundleError(f"{model}: no such file or directory, nor a model of that name in "
+        raise BundleError(f"{given_as or model}: no such file or directory, nor a model of that name in "
                           f"{model_store.models_dir()} or {MODELS_DIR} (mt-models list shows the models)")
-    raise BundleError(f"{path}: no such file or directory")
+    raise BundleError(f"{given_as or path}: no such file or directory")
 
 
 def resolve_model(path: str | Path | None) -> Path:
     """The bundle directory for a directory, an archive (unpacked once into a cache), a model name, or
     None (the default model)."""
-    path = locate(default_model() if path is None else path)
+    if path is None:
+        env = os.environ.get("MT_MODEL")       # named in an error: the user may not know it is set
+        path = locate(default_model(), f"$MT_MODEL={env}" if env else None)
+    else:
+        path = locate(path)
     if path.is_dir():
         check_bundle_dir(path)
         return path.resolve()
@@ -121,7 +126,9 @@ def cache_dir() -> Path:
 
 def extract_archive(archive: Path, dest: Path) -> None:
     """Unpack a .tar(.gz) or .zip (told apart by content) into `dest`, refusing paths that leave it."""
-    import tarfile  # only for archives: kept off mt-translate's start-up
+    import gzip  # only for archives: kept off mt-translate's start-up
+    import tarfile
+    import zlib
 
     try:
         if zipfile.is_zipfile(archive):
@@ -133,8 +140,30 @@ def extract_archive(archive: Path, dest: Path) -> None:
         else:
             with tarfile.open(archive) as t:
                 t.extractall(dest, filter="data")
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
-        raise BundleError(f"{archive}: cannot unpack ({type(e).__name__}: {e})") from None
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, gzip.BadGzipFile):
+        raise ArchiveError(archive, archive_problem(archive)) from None
+    except OSError as e:                    # the disk, not the archive
+        raise BundleError(f"{archive}: cannot unpack into {dest.parent} ({e.strerror or e})") from None
+
+
+class ArchiveError(BundleError):
+    """An archive that does not unpack; `reason` says why in a few words (tarfile's own message lists
+    every compression it tried, one a line)."""
+
+    def __init__(self, archive: Path, reason: str):
+        super().__init__(f"{archive}: cannot unpack: {reason}")
+        self.reason = reason
+
+
+def archive_problem(archive: Path) -> str:
+    """Why an archive did not unpack, told by its first bytes: damaged, or no archive at all."""
+    import tarfile
+
+    with open(archive, "rb") as f:
+        head = f.read(4)
+    if head.startswith((b"\x1f\x8b", b"PK\x03\x04")) or tarfile.is_tarfile(archive):   # gzip, zip, tar
+        return "archive is truncated or damaged"
+    return "not a valid .tar.gz / .zip archive"
 
 
 def find_bundle(root: Path, source: Path | str) -> Path:

@@ -25,14 +25,15 @@ Examples:
   cat in.de | mt-translate --to en > out.en
   mt-translate -i in.de -o out.en --format jsonl --n-best 3
 
-Exit status: 0 done, 1 error, 2 usage, 130 interrupted."""
+Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
 
 @command(PROG, epilog=EPILOG)
 @click.argument("text", nargs=-1)
 @model_options
 @click.option("-i", "--input", "input_file", metavar="FILE", help="Input file, one text per line ('-' = stdin).")
-@click.option("-o", "--output", metavar="FILE", help="Output file, written whole or not at all (default: stdout).")
+@click.option("-o", "--output", metavar="FILE", help="Output file, written whole or not at all; gzip if it ends in .gz "
+                                                    "(default: stdout).")
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True,
               help="text: one line per input (n-best tab-separated); jsonl: scores, tokens, n-best, timings.")
 @decoding_options()
@@ -50,6 +51,17 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     if options.return_alignment and fmt != "jsonl":
         raise click.UsageError("--alignment needs --format jsonl")
 
+    from .text_io import InputError, atomic_output, check_argument, check_output, decode_lines, read_lines
+
+    # Checked before the model loads: the arguments as a file's lines are, and that -o can be written.
+    try:
+        for number, argument in enumerate(text, start=1):
+            check_argument(argument, f"argument {number}")
+        if output and output != "-" and not list_languages:
+            check_output(output)
+    except InputError as e:
+        raise CommandError(str(e)) from None
+
     if from_lang is None and not list_languages:
         from . import language_id
         if not text or any(map(language_id.has_letters, text)):
@@ -58,7 +70,6 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     import warnings
 
     from .errors import TranslationError
-    from .text_io import InputError, atomic_output, decode_lines, read_lines
     from .language_id import LanguageWarning
     from .translator import LongInputWarning, Translator
 
@@ -103,7 +114,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         for lineno, tr in enumerate(stream, start=1):
             for w in tr.warnings:
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
-            out.write(record(lineno, tr, fmt, options.return_alignment) + "\n")
+            out.write(record(lineno, tr, fmt, options) + "\n")
             if progress:
                 progress.advance(task)
             elif interactive or out is sys.stdout:
@@ -126,10 +137,11 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise CommandError(str(e)) from None
 
 
-def record(lineno: int, tr, fmt: str, alignment: bool) -> str:
+def record(lineno: int, tr, fmt: str, options) -> str:
     """One output line for a translation."""
-    if fmt == "text":
-        return "\t".join(h.text for h in tr.hypotheses) if len(tr.hypotheses) > 1 else tr.text
+    if fmt == "text":               # n-best: always that many columns, an empty line's too
+        texts = [h.text for h in tr.hypotheses]
+        return "\t".join(texts + [""] * (options.num_hypotheses - len(texts)))
     import json
     import math
 
@@ -145,7 +157,7 @@ def record(lineno: int, tr, fmt: str, alignment: bool) -> str:
             "timings": {k: round(v, 3) if isinstance(v, float) else v for k, v in tr.timings.items()}}
     if tr.warnings:
         data["warnings"] = tr.warnings
-    if alignment and tr.alignment is not None:
+    if options.return_alignment and tr.alignment is not None:
         data["alignment"] = {"source_tokens": tr.alignment.source_tokens, "target_tokens": tr.alignment.target_tokens,
                              "weights": [[round(w, 4) for w in row] for row in tr.alignment.weights]}
     return json.dumps(data, ensure_ascii=False)

@@ -53,6 +53,10 @@ def flag(name: str) -> str:
     return (found.metadata.get("flag") if found else None) or name
 
 
+# DecodeOptions fields that only sampling reads.
+SAMPLING_ONLY = ("temperature", "top_k", "top_p", "seed")
+
+
 def decoding_options(exclude: tuple[str, ...] = ()):
     """Add --greedy and a flag for each DecodeOptions field that has one (but those in `exclude`), and
     hand the command a single `options`: a checked DecodeOptions. A value out of range is a usage error
@@ -63,11 +67,19 @@ def decoding_options(exclude: tuple[str, ...] = ()):
         @functools.wraps(callback)
         def command(*args, greedy: bool, **kwargs):
             values = {f.name: kwargs.pop(f.name) for f in chosen}
+            context = click.get_current_context()
+            given = [name for name in values if context.get_parameter_source(name) == ParameterSource.COMMANDLINE]
             if greedy:
-                if click.get_current_context().get_parameter_source("beam_size") == ParameterSource.COMMANDLINE \
-                        and values["beam_size"] != 1:
+                if "beam_size" in given and values["beam_size"] != 1:
                     raise click.UsageError("--greedy is --beam-size 1; drop one of them")
                 values["beam_size"] = 1
+            # A flag that the chosen search would ignore is a mistake worth a word, not silence.
+            if values["sampling"] and (greedy or "beam_size" in given):
+                raise click.UsageError("--sampling does not search a beam; drop --greedy / --beam-size")
+            stray = [flag(name) for name in given if name in SAMPLING_ONLY]
+            if stray and not values["sampling"]:
+                raise click.UsageError(f"{' and '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} only "
+                                       f"with --sampling")
             try:
                 options = DecodeOptions(**values)
             except OptionError as e:

@@ -1,7 +1,8 @@
 """What all six commands share: exit codes, --version, and no traceback for what the user can fix.
 
-Exit status: 0 done, 1 error, 2 usage (a bad flag or argument), 130 interrupted (Ctrl-C), and the
-special ones a command documents (mt-export: 3 parity failed; mt-train: 3 training diverged).
+Exit status: 0 done, 1 error, 2 usage (a bad flag or argument), 130 interrupted (Ctrl-C), 143
+terminated (SIGTERM: timeout, docker stop, systemd), and the special ones a command documents
+(mt-export: 3 parity failed; mt-train: 3 training diverged).
 A missing optional dependency (onnxruntime, torch, ...) is one line naming the extra to install.
 A closed pipe (`| head`) ends quietly with 0. Only click is imported here: `--help` and
 `--version` work without any extra installed.
@@ -9,8 +10,11 @@ A closed pipe (`| head`) ends quietly with 0. Only click is imported here: `--he
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 import click
 
@@ -30,6 +34,30 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 class CommandError(click.ClickException):
     """An error the user can fix, shown as `PROG: error: MESSAGE` with exit status 1."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived. Raised where the program is, as KeyboardInterrupt is for Ctrl-C, so that the
+    same cleanup runs (an unfinished output file is removed) instead of the process dying at once."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated
+
+
+@contextlib.contextmanager
+def sigterm_raises():
+    """SIGTERM raises Terminated while inside, then the previous handler is back. Not where SIGTERM is
+    ignored (on purpose, as Python leaves SIGINT then), nor off the main thread (no handler can be set)."""
+    previous = signal.getsignal(signal.SIGTERM)
+    ours = previous is not signal.SIG_IGN and threading.current_thread() is threading.main_thread()
+    if ours:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        if ours:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def missing_extra(error: ImportError) -> str | None:
@@ -58,7 +86,8 @@ class Command(click.Command):
             return super().main(args, prog_name or self.name, standalone_mode=False, **extra)
         prog = self.name
         try:
-            code = super().main(args, prog_name or prog, standalone_mode=False, **extra)
+            with sigterm_raises():
+                code = super().main(args, prog_name or prog, standalone_mode=False, **extra)
         except click.UsageError as e:
             e.show()
             code = e.exit_code
@@ -68,6 +97,9 @@ class Command(click.Command):
         except (click.Abort, KeyboardInterrupt):
             click.echo(f"{prog}: interrupted", err=True)
             code = 130
+        except Terminated:
+            click.echo(f"{prog}: terminated", err=True)
+            code = 143
         except ImportError as e:
             message = missing_extra(e)
             if message is None:

@@ -9,6 +9,9 @@ No numpy here: the CLIs read these fields to build `--help`.
 
 from __future__ import annotations
 
+import numbers
+import textwrap
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
@@ -53,6 +56,10 @@ RULES: list[tuple[Callable[["DecodeOptions"], bool], str]] = [
 
 @dataclass(frozen=True)
 class DecodeOptions:
+    """How a translation is searched for: beam search (the default), greedy (beam_size=1) or sampling.
+    Frozen; `dataclasses.replace` makes a changed copy. A value of the wrong type or out of range is an
+    `OptionError` that names the field."""
+
     beam_size: int = option(4, "--beam-size", "N", "Beam width; 1 = greedy search.")
     num_hypotheses: int = option(1, "--n-best", "N", "Translations per input, best first (at most --beam-size; "
                                                       "with --sampling, N independent samples).")
@@ -70,14 +77,19 @@ class DecodeOptions:
     max_length_ratio: float = option(1.5, "--max-length-ratio", "X", f"At most X times the source tokens + "
                                                                      f"{MAX_LENGTH_EXTRA} output tokens (and the "
                                                                      f"model's maximum).")
-    max_length_extra: int = option(MAX_LENGTH_EXTRA)
-    # Cap on decoder positions (BOS included). None: the model's `max_positions`, which also caps a
-    # value given here (`for_model`); the search alone, with no model, has no cap but the ratio.
-    max_length: int | None = option(None)
+    max_length_extra: int = option(MAX_LENGTH_EXTRA, help="Output tokens allowed beyond max_length_ratio "
+                                                          "times the source tokens.")
+    # The search alone, with no model, has no cap but the ratio (`for_model` applies the model's).
+    max_length: int | None = option(None, help="Cap on output positions, the start token included (None: the "
+                                               "model's maximum, which also caps a value given here).")
     return_alignment: bool = option(False, "--alignment", None, "Add the cross-attention alignment "
                                                                 "(--format jsonl only).")
 
     def __post_init__(self):
+        for f in fields(self):          # first, so that the rules compare numbers
+            if not has_type(getattr(self, f.name), FIELD_TYPES[f.name]):
+                raise OptionError(f"{{{f.name}}} must be {type_names(FIELD_TYPES[f.name])}, "
+                                  f"not {type(getattr(self, f.name)).__name__} ({{o.{f.name}!r}})", self)
         for holds, message in RULES:
             if not holds(self):
                 raise OptionError(message, self)
@@ -85,6 +97,37 @@ class DecodeOptions:
     def for_model(self, max_positions: int) -> "DecodeOptions":
         """These options with max_length capped by a model's position table."""
         return replace(self, max_length=min(self.max_length or max_positions, max_positions))
+
+
+# Each field's types, read from its annotation: (int,), (float,), (bool,) or (int, NoneType).
+FIELD_TYPES = {name: typing.get_args(hint) or (hint,) for name, hint in typing.get_type_hints(DecodeOptions).items()}
+# What a value of each type may be: an int (numpy's too) is a float, but a bool is no number here.
+ACCEPTED = {bool: bool, int: numbers.Integral, float: numbers.Real, type(None): type(None)}
+
+
+def has_type(value, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and bool not in types:
+        return False
+    return any(isinstance(value, ACCEPTED[t]) for t in types)
+
+
+def type_names(types: tuple[type, ...]) -> str:
+    """E.g. "an int or None"."""
+    names = {int: "an int", float: "a number", bool: "True or False", type(None): "None"}
+    return " or ".join(names[t] for t in types)
+
+
+def describe_fields() -> str:
+    """Each field with its type, default, flag and help: the CLI's help, for `help(DecodeOptions)`."""
+    lines = []
+    for f in fields(DecodeOptions):
+        flag = f.metadata["flag"] and " ".join(filter(None, (f.metadata["flag"], f.metadata["metavar"])))
+        lines.append(f"        {f.name}: {f.type} = {f.default!r}" + (f"  ({flag})" if flag else ""))
+        lines += textwrap.wrap(f.metadata["help"], 100, initial_indent=" " * 12, subsequent_indent=" " * 12)
+    return "\n".join(lines)
+
+
+DecodeOptions.__doc__ += "\n\n    Fields:\n" + describe_fields() + "\n"
 
 
 def field_help(name: str) -> str:

@@ -42,10 +42,11 @@ def default_name(source: str) -> str:
 
 
 def install(source: str, name: str | None = None, force: bool = False,
-            show_progress: Callable[[int | None], Callable[[int], None]] | None = None) -> Path:
+            show_progress: Callable[[int | None], Callable[[int], None]] | None = None
+            ) -> tuple[Path, checksums.Verification]:
     """Install the bundle at `source` (a bundle directory, a .tar.gz / .zip archive, or an http(s) URL of
-    one) as `name`, and return its directory. `show_progress(total_bytes)` gives a callback that a
-    download calls with each chunk's size."""
+    one) as `name`; return its directory and what was verified. `show_progress(total_bytes)` gives a
+    callback that a download calls with each chunk's size."""
     name = name or default_name(source)
     if not model_store.is_model_name(name):
         raise InstallError(f"{name!r} is not a valid model name (letters, digits, '.', '_', '-'); pass --name")
@@ -54,6 +55,9 @@ def install(source: str, name: str | None = None, force: bool = False,
     if target.exists() and not force:
         raise InstallError(f"{name}: already installed in {target} (pass --force to replace it)")
     if not is_url(source) and not Path(source).exists():
+        if "://" in source:     # a URL, but not one `download` can fetch (ftp://, file://)
+            scheme = urllib.parse.urlsplit(source).scheme
+            raise InstallError(f"{source}: unsupported URL scheme {scheme!r} (use http or https, or a local path)")
         raise InstallError(f"{source}: no such file or directory")
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".install-{name}-", dir=root))
@@ -72,7 +76,8 @@ def install(source: str, name: str | None = None, force: bool = False,
                                "nothing was installed") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
+    verification.directory = target
+    return target, verification
 
 
 def fetch(source: str, staging: Path, show_progress) -> Path:
@@ -91,9 +96,17 @@ def fetch(source: str, staging: Path, show_progress) -> Path:
 
 
 def unpack(archive: Path, staging: Path, source: str) -> Path:
+    """Unpack `archive` (the file `source` names, or its download) into `staging`. Errors name `source`:
+    a download's temporary file is gone by the time the user reads them."""
     unpacked = staging / "unpacked"
     unpacked.mkdir()
-    bundle.extract_archive(archive, unpacked)
+    try:
+        bundle.extract_archive(archive, unpacked)
+    except bundle.ArchiveError as e:
+        why = f"download incomplete or not an archive ({e.reason})" if is_url(source) else f"cannot unpack: {e.reason}"
+        raise InstallError(f"{source}: {why}") from None
+    except BundleError as e:                   # an unsafe path, or the disk
+        raise InstallError(f"{source}: {str(e).removeprefix(f'{archive}: ')}") from None
     return bundle.find_bundle(unpacked, source)
 
 

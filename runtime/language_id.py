@@ -40,7 +40,7 @@ class SourceLanguage:
     """What was decided for one sentence."""
     language: str | None        # ISO 639-1 code: detected, or given by the caller; None: nothing to tell by
     probability: float | None   # the detector's probability for `language`; None when given or not detected
-    translated: bool = True     # False: already in the target language, passed through unchanged
+    translated: bool = True     # False: passed through unchanged (already in the target language, or no word the model knows)
     warning: str | None = None  # why the detection is uncertain
 
 

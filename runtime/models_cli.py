@@ -73,10 +73,15 @@ def cli() -> None:
 
 @cli.command("list")
 def list_models() -> None:
-    """The shipped and the installed models; * marks the default (used without -m)."""
+    """The shipped and the installed models; * marks the default (used without -m). A shipped model
+    is (shadowed) when an installed one has its name: -m NAME gives the installed one."""
     default, why_none = default_model()
-    entries = [(name, path, "shipped") for name, path in bundle.shipped_models().items()]
-    entries += [(name, path, "installed") for name, path in model_store.installed_models().items()]
+    installed = model_store.installed_models()
+    # -m NAME gives an installed model before a shipped one of the same name (bundle.find_model)
+    shadowed = [name for name in bundle.shipped_models() if name in installed]
+    entries = [(name, path, "shipped (shadowed)" if name in shadowed else "shipped")
+               for name, path in bundle.shipped_models().items()]
+    entries += [(name, path, "installed") for name, path in installed.items()]
     rows, unreadable = [], []
     for name, path, source in entries:
         try:
@@ -97,6 +102,8 @@ def list_models() -> None:
         click.echo("no models")
     for line in unreadable:
         click.echo(line)
+    for name in shadowed:
+        click.echo(f"(shadowed): -m {name} gives the installed {name}, not the shipped one")
     if default is None:
         click.echo(f"* no default model: {why_none}")
     elif not any(r[0].endswith("*") for r in rows):
@@ -149,7 +156,12 @@ def verify(model: str) -> None:
     result = checksums.verify(directory, config)
     if not result.ok:
         raise CommandError(result.error())
-    click.echo(f"{directory}: {len(result.checked)} files verified ({megabytes(result.checked_bytes)})")
+    report(f"{directory}:", result)
+
+
+def report(first: str, result: checksums.Verification) -> None:
+    """What was verified, as `verify` and `install` say it: the files checked, and those not checked."""
+    click.echo(f"{first} {len(result.checked)} files verified ({megabytes(result.checked_bytes)})")
     if result.absent_optional:
         click.echo(f"  not here, not needed to translate: {summarize(result.absent_optional)}")
     if result.unrecorded:
@@ -180,7 +192,7 @@ def install_model(source: str, name: str | None, force: bool, quiet: bool) -> No
     console = Console(stderr=True)
     try:
         if quiet or not console.is_terminal or not install.is_url(source):
-            target = install.install(source, name, force)
+            target, result = install.install(source, name, force)
         else:
             from rich.progress import DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
@@ -191,14 +203,22 @@ def install_model(source: str, name: str | None, force: bool, quiet: bool) -> No
                     task = progress.add_task(f"downloading {install.default_name(source)}", total=total)
                     return lambda n: progress.advance(task, n)
 
-                target = install.install(source, name, force, show_progress=start)
+                target, result = install.install(source, name, force, show_progress=start)
     except (BundleError, OSError) as e:   # OSError: the models directory not writable, a full disk
         raise CommandError(str(e)) from None
-    recorded = BundleConfig.load(target).files
-    if not recorded:
+    if not result.recorded:
         warn(f"{target.name}: its config.json records no checksums (exported before mt-export wrote them); "
              "installed without verification")
-    click.echo(f"installed {target.name} in {target}" + (f" ({len(recorded)} files verified)" if recorded else ""))
+        click.echo(f"installed {target.name} in {target}")
+    else:
+        report(f"installed {target.name} in {target}:", result)
+    shipped = bundle.shipped_models().get(target.name)
+    if shipped is not None:     # names resolve installed first (bundle.find_model); the default is a path
+        default, _ = default_model()
+        stays = default is not None and default.resolve() == shipped.resolve()
+        warn(f"{target.name} is also the shipped model's name; -m {target.name} now gives the installed one"
+             + ("; without -m the shipped one stays the default" if stays else "")
+             + f" (mt-models remove {target.name} undoes this)")
 
 
 @cli.command()

@@ -51,13 +51,13 @@ def _starts_sentence(rest: str) -> bool:
 def split(text: str) -> list[tuple[str, str]]:
     """`text` as (sentence, separator) pairs: "".join(s + sep) == text. Newlines always separate."""
     pieces: list[tuple[str, str]] = []
-    for line in re.split(r"(\n)", text):
-        if line == "\n":
+    for line in re.split(r"(\r?\n)", text):
+        if line in ("\n", "\r\n"):
             if pieces:
                 sentence, separator = pieces[-1]
-                pieces[-1] = (sentence, separator + "\n")
+                pieces[-1] = (sentence, separator + line)
             else:
-                pieces.append(("", "\n"))
+                pieces.append(("", line))
             continue
         start = 0
         for m in _BOUNDARY.finditer(line):

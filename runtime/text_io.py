@@ -1,11 +1,12 @@
 """Line-oriented text I/O, the one reader of text files (the CLIs, and training through
-train/data.py): strict UTF-8 with line numbers in errors, a BOM dropped, gzip by suffix,
-and output files that appear only once complete. gzip and tempfile load when used: `mt-translate
-TEXT` needs neither, and its start-up counts."""
+train/data.py): strict UTF-8 with line numbers in errors, a BOM dropped, gzip by suffix (read
+and written), and output files that appear only once complete. gzip and tempfile load when
+used: `mt-translate TEXT` needs neither, and its start-up counts."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -13,7 +14,12 @@ from typing import BinaryIO
 
 
 class InputError(Exception):
-    """Unreadable input; the message names the file and line."""
+    """Unreadable input or an output that cannot be written; the message names the file (and line)."""
+
+
+def invalid_utf8(where: str, raw: bytes, error: UnicodeDecodeError, advice: str) -> InputError:
+    """The error for bytes that are not UTF-8, worded alike for a file's line and an argument."""
+    return InputError(f"{where}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column {error.start + 1}); {advice}")
 
 
 def decode_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
@@ -22,8 +28,7 @@ def decode_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"{name}, line {number}: invalid UTF-8 (byte 0x{raw[e.start]:02x} at column "
-                             f"{e.start + 1}); convert the file to UTF-8 first") from None
+            raise invalid_utf8(f"{name}, line {number}", raw, e, "convert the file to UTF-8 first") from None
         if line.endswith("\n"):
             line = line[:-2] if line.endswith("\r\n") else line[:-1]
         if number == 1 and line.startswith("\ufeff"):       # a UTF-8 byte-order mark
@@ -31,10 +36,27 @@ def decode_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
         yield line
 
 
+def check_argument(text: str, name: str) -> None:
+    """Fail for a command-line argument that is not UTF-8, as for a file's line. Python keeps such argv
+    bytes as lone surrogates (surrogateescape), which would otherwise be translated as U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogateescape")        # the bytes as given
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise invalid_utf8(name, raw, e, "pass UTF-8 text (check the terminal's encoding and the locale)") from None
+
+
+def is_gzip(path: Path) -> bool:
+    return path.suffix == ".gz"
+
+
 def open_binary(path: str | Path) -> BinaryIO:
     path = Path(path)
     try:
-        if path.suffix == ".gz":
+        if is_gzip(path):
             import gzip
             return gzip.open(path, "rb")
         return open(path, "rb")
@@ -51,23 +73,70 @@ def read_lines(path: str | Path) -> list[str]:
             raise InputError(f"{path}: cannot read ({e})") from None
 
 
+def check_output(path: str | Path) -> None:
+    """Fail now, before any work, where `atomic_output(path)` could not write: a directory, or a new
+    file in a directory that is missing or not writable."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory")
+    if written_in_place(path):
+        if not os.access(path, os.W_OK):
+            raise InputError(f"{path}: cannot write (permission denied)")
+        return
+    parent = Path(os.path.realpath(path)).parent           # a symlink's target is what gets replaced
+    if not parent.is_dir():
+        raise InputError(f"{path}: cannot write ({parent}: no such directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: cannot write ({parent}: permission denied)")
+
+
+def written_in_place(path: Path) -> bool:
+    """Whether `path` is something that exists but is not a regular file or a directory (a FIFO, a
+    device such as /dev/stdout): written into as it is, there being no file to replace."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def text_writer(raw: BinaryIO, path: Path) -> io.TextIOWrapper:
+    """UTF-8 text with "\\n" line ends onto `raw`, gzip-compressed if `path` ends in .gz."""
+    if is_gzip(path):
+        import gzip
+        raw = gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw)    # closing it leaves `raw` open
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path):
-    """A text file that is written under a temporary name and renamed to `path` only on success."""
+    """A text file (gzip if it ends in .gz) written under a temporary name beside it and renamed to
+    `path` only on success. A symlink is followed: its target is replaced, the link stays. A FIFO or a
+    device (/dev/stdout) is written into directly."""
+    path = Path(path)
+    check_output(path)
+    if written_in_place(path):
+        try:
+            raw = open(path, "wb")
+        except OSError as e:
+            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        with raw, text_writer(raw, path) as f:
+            yield f
+        return
+
     import tempfile
 
-    path = Path(path)
+    target = Path(os.path.realpath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent if str(path.parent) else ".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     except OSError as e:
         raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)            # mkstemp makes it private; give it a normal file's mode
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes it private; give it a normal file's mode
+        with os.fdopen(fd, "wb") as raw, text_writer(raw, path) as f:
             yield f
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, target)
+        except OSError as e:                 # e.g. a directory made there meanwhile
+            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
+import re
 import time
 import unicodedata
 import warnings
@@ -44,6 +46,11 @@ PARALLEL_BATCHES = 2
 
 class LongInputWarning(UserWarning):
     """A sentence longer than the model's positions was translated in parts."""
+
+
+# Warnings are raised in `Translator._translate`, called by `translate` or `translate_iter`; 3 frames
+# up is the caller's line (for translate_iter, the line that iterates it).
+WARNING_LEVEL = 3
 
 
 @dataclass
@@ -104,6 +111,30 @@ class _Segment:
     masked: Masked | None = None                       # what the model saw, with the spans to put back
 
 
+def as_texts(texts: Iterable[str] | str) -> Iterable[str]:
+    """The texts of a call: a str is one text; bytes are refused (iterated, they would be numbers)."""
+    if isinstance(texts, str):
+        return [texts]
+    if isinstance(texts, (bytes, bytearray)):
+        raise TranslationError(f"texts must be str, not {type(texts).__name__} (decode them first)")
+    return texts
+
+
+def language_code(code: str | None) -> str | None:
+    """Language codes are case-insensitive: "DE" is "de", as bundles spell them."""
+    return code.lower() if isinstance(code, str) else code
+
+
+def check_count(name: str, value, optional: bool = False) -> None:
+    """A TypeError unless `value` is an int (or None, when optional), a TranslationError if under 1."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise TranslationError(f"{name} must be at least 1, not {value}")
+
+
 def clean(text: str) -> str:
     """Control characters become spaces (tab and newline included); a BOM and lone surrogates go."""
     if not text.isprintable():
@@ -114,6 +145,17 @@ def clean(text: str) -> str:
     except UnicodeEncodeError:          # lone surrogates (e.g. from surrogateescape'd input)
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+# Line breaks other than "\n" (and "\r\n"), and tabs: an output line stays one input line, and in
+# mt-translate's text output a tab separates the n-best.
+ODD_SPACE = re.compile(r"\r(?!\n)|[\t\v\f\x1c-\x1f\x85\u2028\u2029]")
+UNKNOWN_SCRIPT = "none of its letters are in this model's vocabulary; left as it is"
+
+
+def clean_space(space: str) -> str:
+    """The whitespace around a sentence, as written but for ODD_SPACE, which becomes spaces."""
+    return ODD_SPACE.sub(" ", space)
 
 
 def restore(translation: str, masked: Masked | None) -> str:
@@ -211,6 +253,23 @@ def open_backend(directory: Path, config: BundleConfig, variant: str, provider: 
 
 
 class Translator:
+    """A model bundle loaded for translation, offline: ONNX Runtime, numpy and SentencePiece, no torch.
+
+    Translator(path=None, provider="cpu", threads=None, variant="auto", ...) loads a bundle directory
+    or archive (None: the default model) to run on "cpu", "cuda" or "auto" with `threads` ONNX Runtime
+    threads; the keyword-only rest tunes the sessions and the batches (see `__init__`). Loading takes a
+    while: keep one Translator for many calls.
+
+    `translate(texts, to=None, options=None, **overrides)` is the call: a str or a list of str in, one
+    `Translation` per text out. `translate_iter` does the same for a stream, a batch at a time.
+
+        from mtkit.runtime import Translator
+        t = Translator()                                           # the default model, on the CPU
+        print(t.translate("Guten Morgen")[0].text)                 # into English
+        for tr in t.translate(["Good morning", "Thank you"], to="de", beam_size=1):
+            print(tr.text)
+    """
+
     def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
                  variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
                  spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int = 4096,
@@ -234,10 +293,10 @@ class Translator:
             raise TranslationError(f"unknown provider {provider!r} (expected cpu, cuda or auto)")
         if variant != "auto" and variant not in ("fp32", "int8", "fp16"):
             raise TranslationError(f"unknown variant {variant!r} (expected auto, fp32, int8 or fp16)")
-        if threads is not None and threads < 1:
-            raise TranslationError(f"threads must be at least 1, not {threads}")
-        if parallel_batches is not None and parallel_batches < 1:
-            raise TranslationError(f"parallel_batches must be at least 1, not {parallel_batches}")
+        check_count("threads", threads, optional=True)
+        check_count("parallel_batches", parallel_batches, optional=True)
+        check_count("max_batch_tokens", max_batch_tokens)
+        check_count("max_batch_sentences", max_batch_sentences)
         if graph_optimization not in ("disable", "basic", "extended", "all"):
             raise TranslationError(f"unknown graph_optimization {graph_optimization!r} "
                                    "(expected disable, basic, extended or all)")
@@ -265,6 +324,8 @@ class Translator:
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
                      variant: str = "fp32", max_batch_tokens: int = 4096, max_batch_sentences: int = 64) -> "Translator":
         """A Translator over any `search.DecoderBackend`, e.g. the PyTorch model (mt-eval on a checkpoint)."""
+        check_count("max_batch_tokens", max_batch_tokens)
+        check_count("max_batch_sentences", max_batch_sentences)
         self = cls.__new__(cls)
         self.provider_note = ""
         self._setup(backend, tokenizer, config, Path(path), provider, variant, max_batch_tokens, max_batch_sentences, 1)
@@ -299,10 +360,15 @@ class Translator:
     def decode_options(self, options: DecodeOptions | None = None, **overrides) -> DecodeOptions:
         """`options` (default: `DecodeOptions()`) with `overrides` (its field names) applied, checked
         (an `OptionError`, a TranslationError, when out of range) and capped by the model's positions."""
-        return replace(options or DecodeOptions(), **overrides).for_model(self.config.max_positions)
+        if options is None:
+            options = DecodeOptions()
+        elif not isinstance(options, DecodeOptions):     # fields by name have one way in: keywords
+            raise TypeError(f"options must be a DecodeOptions, not {type(options).__name__} (to pass a dict of "
+                            f"its fields, unpack it: translate(texts, **options))")
+        return replace(options, **overrides).for_model(self.config.max_positions)
 
     def tag_id(self, to: str | None) -> int:
-        to = to or self.default_language
+        to = language_code(to) or self.default_language
         if to not in self.languages:
             raise TranslationError(f"this model cannot translate into {to!r}; its target languages are: "
                                    f"{', '.join(self.languages)}")
@@ -311,6 +377,7 @@ class Translator:
     def target_from(self, source: str, to: str | None = None) -> str:
         """The target language for a text in `source`: `to`, else the model's default or its first target
         from `source`. A TranslationError unless the model translates `source` into it."""
+        source, to = language_code(source), language_code(to)
         if source not in self.source_languages:
             raise TranslationError(f"this model cannot translate from {source!r}; its source languages are: "
                                    f"{', '.join(self.source_languages)}")
@@ -331,18 +398,24 @@ class Translator:
         `options` is a `DecodeOptions` (default: its defaults, beam search of width 4); `overrides` are
         its fields by name, e.g. `beam_size=1` (greedy), `num_hypotheses=3` (an n-best list),
         `sampling=True, temperature=0.8, seed=1`, `return_alignment=True` (cross-attention weights).
+        A dict of fields goes in as overrides, `translate(texts, **settings)`; `options` takes only a
+        DecodeOptions (anything else is a TypeError).
         Output is at most max_length_ratio * source tokens + 10 (and the model's maximum).
         from_lang "auto" detects the language of each sentence and leaves one already in `to` unchanged
         (`Translation.languages` says which); a language code translates every sentence from it.
         split_sentences translates a paragraph sentence by sentence. Returns one Translation per text,
-        in order (a str gives a list of one).
+        in order (a str gives a list of one). Language codes are case-insensitive.
         """
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
+        return self._translate(texts, to, options, from_lang, split_sentences, overrides)
+
+    def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
+                   split_sentences: bool, overrides: dict) -> list[Translation]:
+        """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line."""
+        texts = list(as_texts(texts))
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
+        to, from_lang = language_code(to), language_code(from_lang)
         tag = self.tag_id(to)
         to = to or self.default_language
         if from_lang != "auto":
@@ -361,15 +434,19 @@ class Translator:
             for sentence, sep in pieces:
                 core = sentence.strip()
                 lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
-                segments.append(_Segment(lead, trail, sep))
+                segments.append(_Segment(clean_space(lead), clean_space(trail), clean_space(sep)))
                 plain = clean(strip_ansi(core)).strip()
                 segments[-1].masked = mask(plain, self._lacks)
                 core = segments[-1].masked.text
+                if not core and language_id.has_letters(plain):       # words, but all in a script the model lacks
+                    language = self.unknown_script(plain, from_lang)
+                    text_languages[i].append(language)
+                    warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
                 if core:
                     language = self.source_language(plain, to, from_lang)    # detected on the text as written
                     text_languages[i].append(language)
                     if language.warning:
-                        warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=2)
+                        warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
                     if not language.translated:
                         segments[-1].kept = plain
                         continue
@@ -389,7 +466,7 @@ class Translator:
                 message = (f"a sentence of {len(ids)} tokens is longer than the model's maximum of {limit}; "
                            f"translated in {len(parts)} parts")
                 text_warnings[i].append(message)
-                warnings.warn(f"text {i + 1}: {message}", LongInputWarning, stacklevel=2)
+                warnings.warn(f"text {i + 1}: {message}", LongInputWarning, stacklevel=WARNING_LEVEL)
             for part in parts:
                 layouts[i][s].parts.append(len(sources))
                 sources.append(source_ids(part, tag, limit + 2))
@@ -420,20 +497,32 @@ class Translator:
         sources = [a for a, b in self.directions if b == to] or [s for s in self.source_languages if s != to]
         return language_id.choose(sentence, to, sources)
 
+    def unknown_script(self, sentence: str, from_lang: str = "auto") -> SourceLanguage:
+        """A sentence with letters but none the vocabulary has (another script): it comes back as it is,
+        with a warning that names its language when detecting."""
+        if from_lang != "auto":
+            return SourceLanguage(from_lang, None, translated=False, warning=UNKNOWN_SCRIPT)
+        probs = language_id.probabilities(sentence)
+        language = max(probs, key=probs.get)
+        return SourceLanguage(language, probs[language], translated=False,
+                              warning=f"looks like {language} ({probs[language]:.2f}); {UNKNOWN_SCRIPT}")
+
     def translate_iter(self, texts: Iterable[str], to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", batch_size: int = 32, split_sentences: bool = True,
                        **overrides) -> Iterator[Translation]:
         """Translate a stream, `batch_size` texts at a time, yielding results in input order as soon as
-        each batch is done. Options as for `translate`; they are checked before the first text is read."""
-        if batch_size < 1:
-            raise TranslationError(f"batch_size must be at least 1, not {batch_size}")
+        each batch is done; a str is one text. Options as for `translate`; they are checked when the first
+        result is asked for, before the first text is read."""
+        texts = as_texts(texts)
+        check_count("batch_size", batch_size)
+        to, from_lang = language_code(to), language_code(from_lang)
         self.tag_id(to)
         if from_lang != "auto":
             self.target_from(from_lang, to or self.default_language)
         opts = self.decode_options(options, **overrides)      # fail before reading
         iterator = iter(texts)
         while batch := list(itertools.islice(iterator, batch_size)):
-            yield from self.translate(batch, to, opts, from_lang=from_lang, split_sentences=split_sentences)
+            yield from self._translate(batch, to, opts, from_lang, split_sentences, {})
 
     def _assemble(self, text: str, segments: list[_Segment], sources, results, opts: DecodeOptions,
                   text_warnings: list[str]) -> Translation:

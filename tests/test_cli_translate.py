@@ -4,12 +4,16 @@ reproduces on any CPU, so those outputs are asserted exactly."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
 import pty
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -76,8 +80,9 @@ def test_jsonl_carries_scores_nbest_and_timings(capsys, monkeypatch):
 
 
 def test_text_nbest_is_tab_separated(capsys, monkeypatch):
-    _, out, _ = cli(capsys, monkeypatch, "--n-best", "2", "--beam-size", "2", GERMAN[0])
-    assert out.count("\t") == 1 and out.count("\n") == 1 and out.startswith(ENGLISH[0] + "\t")
+    _, out, _ = cli(capsys, monkeypatch, "--n-best", "2", "--beam-size", "2", GERMAN[0], "")
+    assert out.count("\n") == 2 and out.startswith(ENGLISH[0] + "\t")
+    assert [line.count("\t") for line in out.splitlines()] == [1, 1]       # an empty line has its two columns too
 
 
 def test_sampling_with_seed_is_reproducible(capsys, monkeypatch):
@@ -112,7 +117,11 @@ def test_from_is_checked_and_picks_the_target(capsys, monkeypatch):
     (["--n-best", "2", "--greedy"], "--n-best (2) cannot exceed --beam-size (1)"),
     (["--beam-size", "0"], "--beam-size must be at least 1, not 0"),
     (["--sampling", "--top-p", "0"], "--top-p must be in (0, 1], not 0.0"),
-    (["--temperature", "-1"], "--temperature must be positive, not -1.0"),
+    (["--sampling", "--temperature", "-1"], "--temperature must be positive, not -1.0"),
+    (["--temperature", "0.5"], "--temperature applies only with --sampling"),
+    (["--seed", "1", "--top-k", "5"], "--top-k and --seed apply only with --sampling"),
+    (["--sampling", "--beam-size", "3"], "--sampling does not search a beam"),
+    (["--sampling", "--greedy"], "--sampling does not search a beam"),
     (["--no-repeat-ngram", "-2"], "--no-repeat-ngram must be 0 (off) or positive, not -2"),
     (["--greedy", "--beam-size", "3"], "--greedy is --beam-size 1"),
     (["--alignment"], "--alignment needs --format jsonl"),
@@ -169,6 +178,71 @@ def test_missing_input_file(capsys, monkeypatch, tmp_path):
     assert code == 1 and "nope.txt: cannot open" in err
 
 
+def test_output_that_cannot_be_written_fails_before_any_work(capsys, monkeypatch, tmp_path):
+    (tmp_path / "dir").mkdir()
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "-o", str(tmp_path / "dir"), GERMAN[0])
+    assert code == 1 and out == "" and err == f"mt-translate: error: {tmp_path / 'dir'}: is a directory\n"
+    assert list((tmp_path / "dir").iterdir()) == [] and [p.name for p in tmp_path.iterdir()] == ["dir"]
+    # Checked before the model loads (this one does not exist): nothing is translated in vain.
+    monkeypatch.setenv("MT_MODEL", str(tmp_path / "no-model"))
+    code, _, err = cli(capsys, monkeypatch, "-o", str(tmp_path / "dir"), GERMAN[0])
+    assert code == 1 and "dir: is a directory" in err
+    code, _, err = cli(capsys, monkeypatch, "-o", str(tmp_path / "no-dir" / "out.txt"), GERMAN[0])
+    assert code == 1 and f"out.txt: cannot write ({tmp_path / 'no-dir'}: no such directory)" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["dir"]
+
+
+def test_output_symlink_is_followed(capsys, monkeypatch, tmp_path):
+    (tmp_path / "target.txt").write_text("old\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "link.txt").symlink_to(tmp_path / "target.txt")
+    code, _, err = cli(capsys, monkeypatch, "--beam-size", "1", "-o", str(tmp_path / "sub" / "link.txt"), GERMAN[0])
+    assert code == 0, err
+    assert (tmp_path / "sub" / "link.txt").is_symlink() and (tmp_path / "target.txt").read_text() == ENGLISH[0] + "\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["link.txt", "sub", "target.txt"]   # no temporary file
+
+
+def test_output_fifo_and_device_are_written_into(capsys, monkeypatch, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, _, err = cli(capsys, monkeypatch, "--beam-size", "1", "-o", str(fifo), GERMAN[0], GERMAN[1])
+    reader.join(60)
+    assert code == 0 and got == [f"{ENGLISH[0]}\n{ENGLISH[1]}\n".encode()], err
+    assert fifo.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["fifo"]
+    # A character device: a pseudo-terminal's follower (as /dev/stdout is on a terminal).
+    leader, follower = pty.openpty()
+    try:
+        device = os.ttyname(follower)
+        code, _, err = cli(capsys, monkeypatch, "--beam-size", "1", "-o", device, GERMAN[0])
+        assert code == 0, err
+        assert os.read(leader, 4096).replace(b"\r\n", b"\n") == f"{ENGLISH[0]}\n".encode()
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def test_gz_output_is_gzip(capsys, monkeypatch, tmp_path):
+    from mtkit.runtime.text_io import read_lines
+
+    out_file = tmp_path / "out.en.gz"
+    code, _, err = cli(capsys, monkeypatch, "--beam-size", "1", "-o", str(out_file), GERMAN[0], "", GERMAN[1])
+    assert code == 0, err
+    assert gzip.decompress(out_file.read_bytes()) == f"{ENGLISH[0]}\n\n{ENGLISH[1]}\n".encode()
+    assert read_lines(out_file) == [ENGLISH[0], "", ENGLISH[1]] and [p.name for p in tmp_path.iterdir()] == ["out.en.gz"]
+
+
+def test_mt_model_is_named_when_it_is_wrong(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("MT_MODELS_DIR", str(tmp_path))       # no installed model of that name
+    monkeypatch.setenv("MT_MODEL", "nosuch")
+    code, _, err = cli(capsys, monkeypatch, "Hallo")
+    assert code == 1 and err.startswith("mt-translate: error: $MT_MODEL=nosuch: no such file or directory, nor a model")
+    code, _, err = cli(capsys, monkeypatch, "-m", "nosuch", "Hallo")         # given with -m: no $MT_MODEL
+    assert code == 1 and err.startswith("mt-translate: error: nosuch: no such file or directory, nor a model")
+
+
 # Subprocesses: the real console script, exit codes and stderr.
 
 def test_console_script_pipe(model):
@@ -202,7 +276,36 @@ def test_broken_bundle_exits_without_traceback(model, tmp_path, damage, message)
 def test_no_model_at_all_says_to_pass_m(tmp_path):
     env = {"MT_MODEL": str(tmp_path / "missing")}
     out = run("Hallo", env=env)
-    assert out.returncode == 1 and b"missing: no such file" in out.stderr and b"Traceback" not in out.stderr
+    assert out.returncode == 1 and f"$MT_MODEL={tmp_path / 'missing'}: no such file".encode() in out.stderr
+    assert b"Traceback" not in out.stderr
+
+
+def test_invalid_utf8_argument_is_an_error_as_in_a_file():
+    """Python keeps argv bytes that are not UTF-8 as lone surrogates; they must not become U+FFFD."""
+    out = run("--beam-size", "1", GERMAN[0], b"\xe4pfel sind gut")
+    assert out.returncode == 1 and out.stdout == b""
+    assert out.stderr.decode() == ("mt-translate: error: argument 2: invalid UTF-8 (byte 0xe4 at column 1); "
+                                   "pass UTF-8 text (check the terminal's encoding and the locale)\n")
+
+
+def test_sigterm_removes_the_partial_output_and_exits_143(tmp_path):
+    """timeout, docker stop and systemd send SIGTERM: cleaned up as for Ctrl-C, not killed mid-write."""
+    src = tmp_path / "in.de"
+    src.write_text("\n".join(GERMAN * 50) + "\n", encoding="utf-8")     # minutes at one line a batch
+    proc = subprocess.Popen([str(BIN), "--threads", str(ORT_THREADS), "--from", "de", "--batch-size", "1",
+                             "-i", str(src), "-o", str(tmp_path / "out.en")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob(".out.en.*.partial")):        # translating into the temporary file
+            assert proc.poll() is None and time.monotonic() < deadline, "no partial output file appeared"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143 and err.decode() == "mt-translate: terminated\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["in.de"]
 
 
 def test_cuda_provider_without_cuda_fails_cleanly():

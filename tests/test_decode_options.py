@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from mtkit.runtime import DecodeOptions, OptionError, TranslationError
 from mtkit.runtime.cli_options import flag
+from mtkit.runtime.decode_options import ACCEPTED, FIELD_TYPES
 
 
 def test_defaults_are_one_set_and_frozen():
@@ -39,6 +41,43 @@ def test_out_of_range_values_are_refused(values, message):
     assert isinstance(info.value, TranslationError) and isinstance(info.value, ValueError)
     with pytest.raises(OptionError):              # replace() checks again
         dataclasses.replace(DecodeOptions(), **values)
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(beam_size=2.5), "beam_size must be an int, not float (2.5)"),
+    (dict(beam_size="4"), "beam_size must be an int, not str ('4')"),
+    (dict(beam_size=True), "beam_size must be an int, not bool (True)"),
+    (dict(top_k=0.0), "top_k must be an int, not float (0.0)"),
+    (dict(temperature="1"), "temperature must be a number, not str ('1')"),
+    (dict(temperature=True), "temperature must be a number, not bool (True)"),
+    (dict(sampling=1), "sampling must be True or False, not int (1)"),
+    (dict(seed=1.0), "seed must be an int or None, not float (1.0)"),
+    (dict(max_length="512"), "max_length must be an int or None, not str ('512')"),
+])
+def test_wrong_types_are_refused_by_name(values, message):
+    """Checked first, from the field types: a str or float never reaches a rule or the search."""
+    with pytest.raises(OptionError) as info:
+        DecodeOptions(**values)
+    assert str(info.value) == message
+    with pytest.raises(OptionError):
+        dataclasses.replace(DecodeOptions(), **values)
+
+
+def test_every_field_type_is_checked_and_numbers_of_either_kind_pass():
+    assert FIELD_TYPES["beam_size"] == (int,) and FIELD_TYPES["seed"] == (int, type(None))
+    assert {t for types in FIELD_TYPES.values() for t in types} <= set(ACCEPTED)    # a new type needs a rule
+    DecodeOptions(temperature=1, top_p=1, length_penalty=0, max_length_ratio=2, seed=None, max_length=None)
+    DecodeOptions(beam_size=np.int64(2), top_p=np.float32(0.5))
+    with pytest.raises(OptionError) as info:
+        DecodeOptions(beam_size=2.0)
+    assert info.value.message(flag) == "--beam-size must be an int, not float (2.0)"
+
+
+def test_help_lists_every_field_with_its_help():
+    doc = " ".join(DecodeOptions.__doc__.split())            # help text wraps
+    for f in dataclasses.fields(DecodeOptions):
+        assert f.metadata["help"] and f"{f.name}: {f.type} = {f.default!r}" in doc and f.metadata["help"] in doc
+        assert not f.metadata["flag"] or f.metadata["flag"] in doc
 
 
 def test_values_at_the_edges_are_accepted():

@@ -181,6 +181,43 @@ def test_install_refuses_a_corrupted_bundle_and_leaves_nothing(fixture_bundle, t
         assert leftovers(models_dir) == []
 
 
+def test_install_reports_what_it_verified_as_verify_does(fixture_bundle, tmp_path):
+    d = copy_bundle(fixture_bundle, tmp_path / "partial")
+    (d / "parity.json").unlink()                  # recorded, not needed to translate
+    (d / "notes.txt").write_text("mine")          # not recorded
+    installed = mt_models("install", d)
+    assert installed.exit_code == 0, installed.output
+    verified = mt_models("verify", "partial")
+    assert "6 files verified" in installed.stdout and "6 files verified" in verified.stdout
+    for line in ("not here, not needed to translate: parity.json", "not covered by the checksums: notes.txt"):
+        assert line in installed.stdout and line in verified.stdout
+
+
+def damaged_archives(fixture_bundle, tmp_path) -> dict[str, Path]:
+    """name -> an archive that cannot be unpacked: not one at all, cut short, or changed inside."""
+    tgz = make_tgz(fixture_bundle, tmp_path / "whole.tar.gz").read_bytes()
+    zpath = tmp_path / "whole.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        for f in fixture_bundle.iterdir():
+            z.write(f, f.name)
+    garbled = bytearray(tgz)
+    garbled[200:204] = bytes(255 - b for b in garbled[200:204])   # deflate data: zlib.error, not a ReadError
+    archives = {"bad.tar.gz": b"not a tarball", "cut.tar.gz": tgz[: len(tgz) // 2], "garbled.tar.gz": garbled,
+                "cut.zip": zpath.read_bytes()[:5000]}
+    for name, data in archives.items():
+        (tmp_path / name).write_bytes(bytes(data))
+    return {name: tmp_path / name for name in archives}
+
+
+def test_install_says_in_one_line_what_is_wrong_with_an_archive(fixture_bundle, tmp_path, models_dir):
+    for name, path in damaged_archives(fixture_bundle, tmp_path).items():
+        result = mt_models("install", path)
+        assert result.exit_code == 1 and leftovers(models_dir) == []
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        why = "not a valid .tar.gz / .zip archive" if name == "bad.tar.gz" else "archive is truncated or damaged"
+        assert f"{path}: cannot unpack: {why}" in result.stderr
+
+
 def test_list_shows_a_broken_model_without_failing(models_dir):
     (models_dir / "broken").mkdir(parents=True)
     (models_dir / "broken" / "config.json").write_text("{")
@@ -195,6 +232,8 @@ def test_errors_and_usage(fixture_bundle, tmp_path):
     assert mt_models("frobnicate").exit_code == 2
     missing = mt_models("install", tmp_path / "nowhere")
     assert missing.exit_code == 1 and "nowhere: no such file or directory" in missing.stderr
+    ftp = mt_models("install", "ftp://example.org/m.tar.gz")
+    assert ftp.exit_code == 1 and "unsupported URL scheme 'ftp' (use http or https" in ftp.stderr
     bad_name = mt_models("install", fixture_bundle, "--name", "../escape")
     assert bad_name.exit_code == 1 and "not a valid model name" in bad_name.stderr
     shipped = mt_models("remove", "de-en")
@@ -219,6 +258,22 @@ def test_names_resolve_installed_first_then_shipped_and_paths_win(fixture_bundle
     assert Translator(threads=ORT_THREADS).path == (tmp_path / "de-en-local").resolve()
     with pytest.raises(ModelLoadError, match="no-such-model: no such file or directory, nor a model of that name"):
         Translator("no-such-model")
+
+
+def test_installing_under_a_shipped_models_name_says_so_and_list_marks_it(fixture_bundle, models_dir):
+    result = mt_models("install", fixture_bundle, "--name", "de-en")
+    assert result.exit_code == 0, result.output
+    assert "-m de-en now gives the installed one; without -m the shipped one stays the default" in result.stderr
+    assert bundle.resolve_model("de-en") == (models_dir / "de-en").resolve()
+    assert bundle.resolve_model(None) == (bundle.MODELS_DIR / "de-en").resolve()
+    listing = mt_models("list").stdout
+    rows = [line.split() for line in listing.splitlines() if line.startswith("de-en")]
+    assert [(r[0], r[-1]) for r in rows] == [("de-en*", str(bundle.MODELS_DIR / "de-en")),   # still the default
+                                             ("de-en", str(models_dir / "de-en"))]
+    assert "shipped (shadowed)" in listing
+    assert "(shadowed): -m de-en gives the installed de-en, not the shipped one" in listing
+    other = mt_models("install", fixture_bundle, "--name", "mine")
+    assert other.exit_code == 0 and "shipped" not in other.stderr
 
 
 def test_models_dir_defaults_to_the_user_data_dir(tmp_path, monkeypatch):
@@ -295,6 +350,13 @@ def test_a_failed_or_interrupted_download_leaves_nothing(fixture_bundle, tmp_pat
     make_tgz(corrupt_dir, www / "bad.tar.gz")
     bad = mt_models("install", f"{url}/bad.tar.gz")
     assert bad.exit_code == 1 and "decoder.int8.onnx: sha256 does not match" in bad.stderr
+
+    for name, path in damaged_archives(fixture_bundle, tmp_path).items():   # served whole, so no Content-Length gap
+        shutil.copy(path, www / name)
+        result = mt_models("install", f"{url}/{name}")
+        assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert f"{url}/{name}: download incomplete or not an archive (" in result.stderr
+        assert ".install-" not in result.stderr                 # not the temporary file, gone by now
 
     def interrupt(total):
         def advance(n):

@@ -7,6 +7,7 @@ import shutil
 import tarfile
 import threading
 import time
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -15,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ENGLISH, GERMAN, ORT_THREADS
-from mtkit.runtime import (BundleError, DecodeOptions, LongInputWarning, ModelLoadError, OptionError, Translation,
-                           Translator, TranslationError)
+from mtkit.runtime import (BundleError, DecodeOptions, LanguageWarning, LongInputWarning, ModelLoadError, OptionError,
+                           Translation, Translator, TranslationError)
 from mtkit.runtime import bundle
 from mtkit.runtime.sentences import split, split_sentences
 
@@ -42,6 +43,13 @@ def test_basic_api(t, fixture_bundle):
     assert [x.source for x in into_german] == ENGLISH[:2] and [x.text for x in into_german] == GERMAN[:2]
 
 
+def test_public_names_are_listed_and_load():
+    import mtkit.runtime as runtime
+
+    assert set(runtime.__all__) <= set(dir(runtime))        # lazy, yet visible to help() and completion
+    assert all(getattr(runtime, name) is not None for name in runtime.__all__)
+
+
 def test_bad_options_are_translation_errors(t):
     with pytest.raises(TranslationError, match="cannot translate into 'fr'.*de, en"):
         t.translate("Hallo", to="fr")
@@ -58,6 +66,59 @@ def test_bad_options_are_translation_errors(t):
         t.translate("Hallo", beam=4)
     with pytest.raises(TranslationError, match="text 2 is a int"):
         t.translate(["Hallo", 3])
+
+
+def test_bytes_are_refused_as_a_whole(t):
+    """Iterated, bytes would be numbers ("text 1 is a int"): say what is wrong instead."""
+    for data in (b"Hallo", bytearray(b"Hallo")):
+        name = type(data).__name__
+        with pytest.raises(TranslationError, match=rf"texts must be str, not {name} \(decode them first\)"):
+            t.translate(data)
+        with pytest.raises(TranslationError, match=rf"texts must be str, not {name}"):
+            list(t.translate_iter(data))
+
+
+def test_option_types_are_checked_before_decoding(t):
+    with pytest.raises(OptionError, match=r"beam_size must be an int, not float \(2.5\)"):
+        t.translate("Hallo", beam_size=2.5)
+    with pytest.raises(OptionError, match="temperature must be a number, not str"):
+        next(t.translate_iter(["Hallo"], sampling=True, temperature="0.8"))
+
+
+def test_options_take_a_decode_options_and_a_dict_goes_in_as_keywords(t):
+    with pytest.raises(TypeError, match=r"options must be a DecodeOptions, not dict .*\*\*options"):
+        t.translate("Hallo", options={"beam_size": 1})
+    with pytest.raises(TypeError, match="options must be a DecodeOptions, not dict"):
+        next(t.translate_iter(["Hallo"], options={"beam_size": 1}))
+    assert t.translate(GERMAN[0], **{"beam_size": 1})[0].text == ENGLISH[0]
+
+
+def test_counts_are_checked_alike(t, fixture_bundle):
+    """threads, parallel_batches, the batch budgets and batch_size: an int of at least 1, before any loading."""
+    for name, value in [("threads", 0), ("parallel_batches", 0), ("max_batch_tokens", 0), ("max_batch_tokens", -5),
+                        ("max_batch_sentences", 0)]:
+        with pytest.raises(TranslationError, match=f"{name} must be at least 1, not {value}"):
+            Translator(fixture_bundle, **{name: value})
+    for name, value in [("threads", 2.5), ("max_batch_tokens", "4096"), ("max_batch_sentences", True)]:
+        with pytest.raises(TypeError, match=f"{name} must be an int, not {type(value).__name__}"):
+            Translator(fixture_bundle, **{name: value})
+    with pytest.raises(TranslationError, match="max_batch_sentences must be at least 1, not 0"):
+        Translator.from_backend(t.backend, t.tokenizer, t.config, t.path, max_batch_sentences=0)
+    with pytest.raises(TranslationError, match="batch_size must be at least 1, not 0"):
+        next(t.translate_iter(["Hallo"], batch_size=0))
+
+
+def test_help_explains_the_api():
+    assert "translate(texts, to=None, options=None, **overrides)" in Translator.__doc__
+    assert "Translator()" in Translator.__doc__                          # an example
+
+
+def test_language_codes_are_case_insensitive(t):
+    assert t.translate(GERMAN[0], to="EN", from_lang="De", beam_size=1)[0].text == ENGLISH[0]
+    assert [x.text for x in t.translate_iter(ENGLISH[:1], to="DE", from_lang="EN", beam_size=1)] == GERMAN[:1]
+    assert t.tag_id("DE") == t.tag_id("de") and t.target_from("EN") == "de" and t.target_from("De", "EN") == "en"
+    with pytest.raises(TranslationError, match="cannot translate into 'fr'"):
+        t.translate("Hallo", to="FR")
 
 
 def test_options_object_and_overrides_are_the_same_call(t):
@@ -110,6 +171,25 @@ def test_newlines_inside_a_text_are_kept(t):
     assert tr.text == f"{ENGLISH[0]}\n\n{ENGLISH[1]}"
 
 
+def test_other_line_breaks_and_tabs_between_sentences_become_spaces(t):
+    # Python's splitlines() breaks at all of these: one text must stay one line, and a tab would
+    # look like an n-best column in mt-translate's output.
+    for space in ("\v", "\f", "\t", "\r", "\x1c", "\x85", "\u2028", "\u2029"):
+        [tr] = t.translate(f"{GERMAN[0]}{space}{GERMAN[1]}", beam_size=1)
+        assert tr.text == f"{ENGLISH[0]} {ENGLISH[1]}", repr(space)
+    [tr] = t.translate(f"{GERMAN[0]}\r\n{GERMAN[1]}", beam_size=1)
+    assert tr.text == f"{ENGLISH[0]}\r\n{ENGLISH[1]}"
+
+
+def test_a_script_the_model_lacks_comes_back_with_a_warning(t):
+    with pytest.warns(LanguageWarning, match="looks like ja .*none of its letters are in this model's vocabulary"):
+        [tr] = t.translate("日本語のテキストです。")
+    assert tr.text == "日本語のテキストです。" and not tr.translated and tr.num_parts == 0
+    assert tr.language == "ja" and len(tr.warnings) == 1
+    with pytest.warns(LanguageWarning, match="^text 1: none of its letters"):       # no detection when given
+        t.translate("日本語のテキストです。", from_lang="de")
+
+
 def test_sentence_splitter():
     cases = {
         "Guten Morgen. Wie geht es dir?": ["Guten Morgen.", "Wie geht es dir?"],
@@ -145,6 +225,22 @@ def test_alignment_shape_and_rows(t):
     for row in a.weights:                                                # attention rows are distributions
         assert sum(row) == pytest.approx(1.0, abs=1e-3)
     assert t.translate("Hallo")[0].alignment is None
+
+
+def test_translate_iter_takes_a_str_as_one_text(t):
+    [tr] = t.translate_iter(GERMAN[0], beam_size=1)                      # like translate: not one per character
+    assert tr.source == GERMAN[0] and tr.text == ENGLISH[0]
+
+
+def test_warnings_point_at_the_callers_line(t):
+    long_text = " ".join(["Hund Katze Maus Haus Baum"] * 60)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t.translate(long_text, beam_size=1)
+        for _ in t.translate_iter([long_text], beam_size=1):              # raised while the caller iterates
+            pass
+    found = [w for w in caught if issubclass(w.category, LongInputWarning)]
+    assert len(found) == 2 and {w.filename for w in found} == {__file__}
 
 
 def test_translate_iter_streams_in_order(t):

@@ -15,9 +15,9 @@ from mtkit.runtime.cli_support import CommandError, command, require
 def main(model: str | None, from_lang: str | None, to: str | None, provider: str, variant: str,
          threads: int | None) -> None:
     """Translate interactively in the terminal: live as you type, fully offline."""
+    require("onnxruntime")          # one line now rather than an error inside the app (imported later, in a worker)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):     # a full-screen app on a pipe never ends
         raise click.UsageError("mt-tui needs an interactive terminal; for files and pipes use mt-translate")
-    require("onnxruntime")          # one line now rather than an error inside the app (imported later, in a worker)
     if model is not None:           # a mistyped -m fails here; a bad bundle shows in the app, where another can be opened
         from mtkit.runtime.bundle import locate
         from mtkit.runtime.errors import BundleError
