@@ -24,7 +24,11 @@ from .engines import CPU_ENGINES, ENGINES, GPU_ENGINES, EngineSpec
 from .machine import machine_info, machine_slug
 from .runner import cold_start_command, cold_starts, run_rounds
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# In a checkout, results go next to the committed ones; an installed package writes under the current
+# directory instead of into site-packages.
+_CHECKOUT_RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = _CHECKOUT_RESULTS if (_CHECKOUT_RESULTS.parents[1] / "pyproject.toml").is_file() \
+    else Path("mt-bench-results")
 SCHEMA_VERSION = 1
 
 # Test sets: name -> file prefix under the data dir; files are `{prefix}.{lang}.gz` (or plain text).
@@ -38,7 +42,7 @@ class BenchError(Exception):
 @dataclass
 class BenchConfig:
     checkpoint: Path
-    out_dir: Path | None = None               # default: benchmarks/results/<machine>/
+    out_dir: Path | None = None               # default: RESULTS_DIR/<machine>/
     work_dir: Path | None = None              # default: `default_work_dir(checkpoint)`
     data_dir: Path | None = None              # default: mtkit.runtime.data_dir.default_data_dir()
     datasets: list[str] = field(default_factory=lambda: list(DATASETS))

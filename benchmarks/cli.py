@@ -29,7 +29,8 @@ def _names(value: str) -> list[str]:
 @command("mt-bench", epilog=EPILOG)
 @click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
-              help="Results directory (default: benchmarks/results/<machine>/).")
+              help="Results directory (default: benchmarks/results/<machine>/ in a checkout, else "
+                   "./mt-bench-results/<machine>/).")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=None,
               help="Where the bundle, CT2 models, outputs and worker files go (default: bench/<checkpoint-stem>-<hash> "
                    "in mtkit's cache, ~/.cache/mtkit; reused while newer than the checkpoint).")

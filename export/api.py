@@ -72,11 +72,11 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
     if quantize not in (None, "int8"):
         raise ExportError(f"--quantize {quantize!r}: only 'int8' is supported")
     target = target_path(checkpoint, out, archive)
-    if (target.exists() or target.is_symlink()) and not force:
-        raise ExportError(f"{target}: already exists (pass --force to replace it)")
+    bundle.check_target(target, archive, force)
 
     progress("loading checkpoint")
     ckpt, model = load_model(checkpoint)
+    bundle.check_tokenizer(ckpt, checkpoint)
     cfg = model.cfg
     data = parity.load_parity_set(ckpt, checkpoint, parity_data, target_lang, max_sentences)  # fail early
 
@@ -84,7 +84,7 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
     try:
         with tempfile.TemporaryDirectory(prefix=".mt-export-scratch-", dir=staging.parent) as scratch:
             scratch = Path(scratch)
-            sp_path = bundle.write_tokenizer(ckpt, staging)
+            sp_path = bundle.write_tokenizer(ckpt, staging)  # checked above
             sp = spm.SentencePieceProcessor(model_file=str(sp_path))
 
             progress(f"tracing ONNX graphs (opset {opset})")

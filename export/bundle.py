@@ -29,16 +29,28 @@ class ExportError(Exception):
     """The export cannot go on; the message says why (and names the file)."""
 
 
-def write_tokenizer(ckpt: Checkpoint, out_dir: Path) -> Path:
-    """tokenizer.model from the checkpoint's serialized SentencePiece bytes, checked to load."""
-    path = Path(out_dir) / bf.TOKENIZER_FILE
-    path.write_bytes(ckpt.tokenizer_model)
-    sp = spm.SentencePieceProcessor(model_file=str(path))
+def check_tokenizer(ckpt: Checkpoint, checkpoint: Path) -> None:
+    """ExportError unless the checkpoint's SentencePiece model loads, with mtkit's special ids and
+    the model's vocabulary size."""
+    try:
+        # Empty bytes would load as an empty model; anything not bytes is a TypeError.
+        if not isinstance(ckpt.tokenizer_model, bytes) or not ckpt.tokenizer_model:
+            raise TypeError
+        sp = spm.SentencePieceProcessor(model_proto=ckpt.tokenizer_model)
+    except (RuntimeError, TypeError):  # sentencepiece: "could not parse ModelProto"
+        raise ExportError(f"{checkpoint}: its embedded tokenizer is damaged") from None
     ids = (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id())
     if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
-        raise ExportError(f"tokenizer in the checkpoint has special ids {ids}, expected {(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}")
+        raise ExportError(f"{checkpoint}: its tokenizer has special ids {ids}, "
+                          f"expected {(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}")
     if sp.vocab_size() != ckpt.vocab_size:
-        raise ExportError(f"tokenizer has {sp.vocab_size()} pieces but the model {ckpt.vocab_size}")
+        raise ExportError(f"{checkpoint}: its tokenizer has {sp.vocab_size()} pieces but the model {ckpt.vocab_size}")
+
+
+def write_tokenizer(ckpt: Checkpoint, out_dir: Path) -> Path:
+    """tokenizer.model from the checkpoint's serialized SentencePiece bytes (`check_tokenizer` first)."""
+    path = Path(out_dir) / bf.TOKENIZER_FILE
+    path.write_bytes(ckpt.tokenizer_model)
     return path
 
 
@@ -88,6 +100,60 @@ def build_config(ckpt: Checkpoint, checkpoint: Path, variants: dict, parity: dic
     )
 
 
+def check_target(target: Path, archive: bool, force: bool) -> None:
+    """ExportError unless a bundle may be written at `target`: nothing there, an empty directory, or
+    with `force` an earlier bundle (a .tar.gz of one with `archive`). Anything else is the user's
+    and is never replaced, --force or not."""
+    for parent in target.parents:  # the nearest existing one must be a directory to write under
+        if parent.exists():
+            if not parent.is_dir():
+                raise ExportError(f"{parent}: not a directory")
+            break
+    if not (target.exists() or target.is_symlink()):
+        return
+    if not archive and is_empty_dir(target):
+        return
+    if not (is_bundle_archive(target) if archive else is_bundle(target)):
+        what = "an mtkit bundle archive" if archive else "an mtkit bundle or an empty directory"
+        raise ExportError(f"{target}: exists and is not {what}; --force replaces only a bundle, "
+                          f"so choose another output or remove it yourself")
+    if not force:
+        raise ExportError(f"{target}: already exists (pass --force to replace it)")
+
+
+def is_empty_dir(path: Path) -> bool:
+    try:
+        return path.is_dir() and not any(path.iterdir())
+    except OSError:
+        return False
+
+
+def looks_like_config(data) -> bool:
+    """A bundle's config.json, of any schema version: re-exporting over an older bundle is the point
+    of --force, so the version is not checked here."""
+    return isinstance(data, dict) and "schema_version" in data and isinstance(data.get("model"), dict)
+
+
+def is_bundle(path: Path) -> bool:
+    """A directory written by mt-export (its config.json reads as a bundle config)."""
+    try:
+        return path.is_dir() and looks_like_config(json.loads((path / bf.CONFIG_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return False
+
+
+def is_bundle_archive(path: Path) -> bool:
+    """A .tar.gz written by mt-export --archive: a file whose NAME/config.json reads as a bundle config."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                if member.isfile() and len(Path(member.name).parts) == 2 and member.name.endswith("/" + bf.CONFIG_FILE):
+                    return looks_like_config(json.loads(tar.extractfile(member).read().decode("utf-8")))
+    except (OSError, EOFError, ValueError, tarfile.TarError):
+        pass
+    return False
+
+
 def make_staging(target: Path) -> Path:
     """A hidden, empty directory next to `target` (same filesystem, so the final rename is atomic)."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -97,21 +163,23 @@ def make_staging(target: Path) -> Path:
 
 
 def finish(staging: Path, target: Path, archive: bool, force: bool) -> Path:
-    """Move the checked bundle into place: a directory rename, or a .tar.gz written then renamed."""
+    """Move the checked bundle into place: a directory rename, or a .tar.gz written then renamed.
+    The caller discards `staging` (and its .tar.gz) if this raises."""
     if archive:
         tmp = staging.with_name(staging.name + ".tar.gz")
         with tarfile.open(tmp, "w:gz") as tar:
             tar.add(staging, arcname=target.name.removesuffix(".tar.gz"))
         shutil.rmtree(staging)
         staging = tmp
+    check_target(target, archive, force)  # checked up front too; this catches a target that appeared meanwhile
     if target.exists() or target.is_symlink():
-        if not force:  # checked up front too; this catches a target that appeared meanwhile
-            shutil.rmtree(staging, ignore_errors=True) if staging.is_dir() else staging.unlink()
-            raise ExportError(f"{target}: already exists (pass --force to replace it)")
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
         os.replace(target, old)
         os.replace(staging, target)
-        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink()  # a file, or a link: the bundle it pointed to stays
     else:
         os.replace(staging, target)
     return target

@@ -46,13 +46,15 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from mtkit.train.checkpoint import CheckpointError
+    from mtkit.train.checkpoint import CheckpointError, checkpoint_hint
 
     from .api import export_bundle, target_path
     from .bundle import ExportError
     from .parity import ParityError
     from .ship import ship_bundle
 
+    if checkpoint.is_dir():  # now: the default output is named after it, which fails for `.`
+        raise CommandError(f"{checkpoint}: is a directory; {checkpoint_hint(checkpoint)}")
     console = Console(stderr=True)
     target = target_path(checkpoint, out, archive)
     progress = Progress(SpinnerColumn(finished_text="[green]✓"), TextColumn("{task.description}"),

@@ -17,6 +17,7 @@ from mtkit.runtime import checksums
 from mtkit.train.checkpoint import load_checkpoint
 
 from .api import BundleReport, export_bundle
+from .bundle import check_target
 
 SHIPPED_CHECKPOINT = "checkpoint.fp16.pt"
 
@@ -33,6 +34,8 @@ def half_precision_checkpoint(source: Path, dest: Path) -> None:
 
 def ship_bundle(checkpoint: Path, out: Path, force: bool = False, **export_options) -> BundleReport:
     out = Path(out)
+    check_target(out, archive=False, force=force)  # before the scratch directory next to it
+    out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".mt-ship-", dir=out.parent) as scratch:
         half = Path(scratch) / SHIPPED_CHECKPOINT
         half_precision_checkpoint(Path(checkpoint), half)

@@ -140,4 +140,4 @@ def test_bad_checkpoint(capsys, tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
     code, _, err = cli(capsys, "-m", str(bad), "-s", str(FIXTURES / "dev.de"), "-r", str(FIXTURES / "dev.en"))
-    assert code == 1 and "bad.pt: not a readable checkpoint" in err
+    assert code == 1 and "bad.pt: not a checkpoint written by mt-train" in err

@@ -19,6 +19,7 @@ from conftest import ENGLISH, GERMAN, PAIRS
 from mtkit.export import ExportError, ParityError, default_output, export_bundle
 from mtkit.export import api as export_api
 from mtkit.export import graphs as export_graphs_module
+from mtkit.export.bundle import check_target, check_tokenizer
 from mtkit.export.cli import main as cli_main
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime import onnx_backend
@@ -216,9 +217,10 @@ def test_default_output_is_next_to_the_checkpoint(tmp_path):
     assert default_output(tmp_path / "final.pt", archive=True) == tmp_path / "final-bundle.tar.gz"
 
 
-def test_existing_output_needs_force(fixture_checkpoint, tmp_path):
+def test_existing_output_needs_force(fixture_checkpoint, fixture_bundle, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
+    shutil.copy(fixture_bundle / bf.CONFIG_FILE, out)     # an earlier bundle, with a file of the user's
     (out / "keep.txt").write_text("mine")
     with pytest.raises(ExportError, match="already exists"):
         export_bundle(fixture_checkpoint, out, **FAST)
@@ -227,6 +229,45 @@ def test_existing_output_needs_force(fixture_checkpoint, tmp_path):
     assert report.path == out and not (out / "keep.txt").exists()
     assert BundleConfig.load(out).variants.keys() == {"fp32"}
     assert leftovers(tmp_path) == []
+
+
+def test_force_replaces_only_a_bundle(fixture_bundle, tmp_path):
+    """--force never deletes what is not a bundle: these fail before the checkpoint is read."""
+    docs = tmp_path / "mydocs"
+    docs.mkdir()
+    (docs / "notes.txt").write_text("precious")
+    (tmp_path / "outfile.txt").write_text("mine")
+    (tmp_path / "junk.tar.gz").write_text("mine")
+    for target, archive in ((docs, False), (tmp_path / "outfile.txt", False), (tmp_path / "junk.tar.gz", True)):
+        with pytest.raises(ExportError, match="exists and is not an mtkit bundle"):
+            export_bundle(tmp_path / "never-read.pt", target, force=True, archive=archive)
+    assert (docs / "notes.txt").read_text() == "precious" and (tmp_path / "outfile.txt").read_text() == "mine"
+    with pytest.raises(ExportError, match=f"{tmp_path / 'outfile.txt'}: not a directory"):
+        export_bundle(tmp_path / "never-read.pt", tmp_path / "outfile.txt" / "bundle")
+
+    bundle_dir = tmp_path / "old-bundle"     # a bundle (or an archive of one) may be replaced
+    bundle_dir.mkdir()
+    shutil.copy(fixture_bundle / bf.CONFIG_FILE, bundle_dir)
+    with tarfile.open(tmp_path / "old.tar.gz", "w:gz") as tar:
+        tar.add(bundle_dir, arcname="old")
+    check_target(bundle_dir, archive=False, force=True)
+    check_target(tmp_path / "old.tar.gz", archive=True, force=True)
+    with pytest.raises(ExportError, match="already exists"):
+        check_target(tmp_path / "old.tar.gz", archive=True, force=False)
+    (tmp_path / "empty").mkdir()            # taken without --force for a directory, never for an archive
+    check_target(tmp_path / "empty", archive=False, force=False)
+    with pytest.raises(ExportError, match="not an mtkit bundle archive"):
+        check_target(tmp_path / "empty", archive=True, force=True)
+
+
+def test_checkpoint_tokenizer_is_checked_and_named(fixture_checkpoint, tmp_path):
+    ckpt = load_checkpoint(fixture_checkpoint)
+    ckpt.model_config.vocab_size -= 1
+    with pytest.raises(ExportError, match=f"{tmp_path / 'ck.pt'}: its tokenizer has 760 pieces but the model 759"):
+        check_tokenizer(ckpt, tmp_path / "ck.pt")
+    ckpt.tokenizer_model = b"garbage"
+    with pytest.raises(ExportError, match=f"{tmp_path / 'ck.pt'}: its embedded tokenizer is damaged"):
+        check_tokenizer(ckpt, tmp_path / "ck.pt")
 
 
 def test_fp16_variant(fixture_checkpoint, tmp_path):
@@ -345,6 +386,7 @@ def test_cli_writes_a_bundle_and_a_summary(fixture_checkpoint, tmp_path):
     plain = tmp_path / "parity.txt"          # sources only: parity without references, so no BLEU
     plain.write_text("".join(f"{de}\n" for de in GERMAN[:3]), encoding="utf-8")
     out = tmp_path / "cli-bundle"
+    out.mkdir()                              # an empty directory is taken without --force
     result = invoke(fixture_checkpoint, "-o", out, "--quantize", "int8", "--parity-data", plain)
     assert result.exit_code == 0, result.output
     config = BundleConfig.load(out)
@@ -356,24 +398,42 @@ def test_cli_writes_a_bundle_and_a_summary(fixture_checkpoint, tmp_path):
         assert text in result.output
 
 
-def test_cli_errors_are_messages_not_tracebacks(fixture_checkpoint, tmp_path):
+def test_cli_errors_are_messages_not_tracebacks(fixture_checkpoint, fixture_bundle, tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint at all")
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    badtok = tmp_path / "badtok.pt"
+    ckpt = load_checkpoint(fixture_checkpoint)
+    ckpt.tokenizer_model = b"garbage"
+    ckpt.save(badtok)
     existing = tmp_path / "existing"
     existing.mkdir()
+    shutil.copy(fixture_bundle / bf.CONFIG_FILE, existing)
+    docs = tmp_path / "mydocs"
+    docs.mkdir()
+    (docs / "notes.txt").write_text("precious")
+    (tmp_path / "afile").write_text("mine")
     cases = [
         ([tmp_path / "missing.pt"], "no such checkpoint"),
-        ([bad, "-o", tmp_path / "x"], "not a readable checkpoint"),
+        ([tmp_path], "is a directory; give one of its checkpoints"),
+        ([bad, "-o", tmp_path / "x"], f"{bad}: not a checkpoint written by mt-train (torch could not read it)"),
+        ([empty, "-o", tmp_path / "x"], f"{empty}: empty file, not a checkpoint"),
+        ([badtok, "-o", tmp_path / "x"], f"{badtok}: its embedded tokenizer is damaged"),
         ([fixture_checkpoint, "-o", existing], "already exists (pass --force"),
+        ([fixture_checkpoint, "-o", docs, "--force"], "exists and is not an mtkit bundle"),
+        ([fixture_checkpoint, "-o", tmp_path / "afile" / "x"], f"{tmp_path / 'afile'}: not a directory"),
+        ([fixture_checkpoint, "-o", tmp_path / "afile" / "x", "--ship"], f"{tmp_path / 'afile'}: not a directory"),
         ([fixture_checkpoint, "-o", tmp_path / "y", "--parity-data", tmp_path / "missing.txt"], "no such file"),
     ]
     for args, message in cases:
         result = invoke(*args)
         assert result.exit_code == 1, (args, result.output)
         assert message in " ".join(result.output.split()), result.output
-        assert "Traceback" not in result.output
+        assert "Traceback" not in result.output and "weights_only" not in result.output
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
-    assert list(existing.iterdir()) == []
+    assert [p.name for p in existing.iterdir()] == [bf.CONFIG_FILE]
+    assert (docs / "notes.txt").read_text() == "precious"
     assert leftovers(tmp_path) == []
 
 

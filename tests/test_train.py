@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, tiny_run_dict, train_tiny
+from conftest import REPO, invoke, tiny_run_dict, train_tiny
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 from mtkit.train.config import RunConfig
 from mtkit.train.loop import Interrupted, TrainingDiverged
-from mtkit.train.trainer import Trainer
+from mtkit.train.trainer import NothingToTrain, Trainer
 
 
 def _trainer(out: Path, resume=False, **optim) -> Trainer:
@@ -30,9 +30,24 @@ def test_resume_gives_identical_weights(tmp_path):
     straight.train()
     first = _trainer(tmp_path / "b", max_steps=30, epochs=3)
     first.train()
-    assert load_checkpoint(tmp_path / "b/checkpoints/last.pt").progress.step == 30
+    last = load_checkpoint(tmp_path / "b/checkpoints/last.pt")
+    assert last.progress.step == 30
+    # Refused starts come before anything is loaded or written: the run's tokenizer stays its own.
+    tokenizer = tmp_path / "b/tokenizer.model"
+    with pytest.raises(FileExistsError, match="pass --resume"):
+        Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path / "b") | {"tokenizer": {"vocab_size": 500}})).prepare(False)
+    assert tokenizer.read_bytes() == last.tokenizer_model
+    with pytest.raises(CheckpointError, match="no such checkpoint"):
+        _trainer(tmp_path / "none", resume=True)
+    assert not (tmp_path / "none").exists()
+    with pytest.raises(CheckpointError, match=r"these differ: optim.max_tokens \(1024 there, 2048 here\); optim.lr"):
+        _trainer(tmp_path / "b", resume=True, max_tokens=2048, lr=1e-3)
+    with pytest.raises(NothingToTrain, match="already at step 30 and max_steps is 30"):
+        _trainer(tmp_path / "b", resume=True, max_steps=30, epochs=3)
+    # A tokenizer file that is not the checkpoint's (as a refused start used to leave) is put back.
+    tokenizer.write_bytes(load_checkpoint(REPO / "tests/fixtures/model/checkpoint.pt").tokenizer_model)
     resumed = _trainer(tmp_path / "b", resume=True, max_steps=70, epochs=3)
-    assert resumed.state.step == 30
+    assert resumed.state.step == 30 and tokenizer.read_bytes() == last.tokenizer_model
     resumed.train()
     assert resumed.state.step == straight.state.step == 70
     for (name, a), (_, b) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
@@ -42,26 +57,51 @@ def test_resume_gives_identical_weights(tmp_path):
     assert all(torch.equal(a_opt[k]["exp_avg"], b_opt[k]["exp_avg"]) for k in a_opt)
 
 
-def test_interrupted_run_saves_and_resumes(tmp_path):
-    trainer = _trainer(tmp_path, epochs=100)
-    timer = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    with pytest.raises(Interrupted, match="--resume"):
-        trainer.train()
-    timer.cancel()
-    stopped_at = trainer.state.step
-    assert stopped_at > 0
-    resumed = _trainer(tmp_path, resume=True, epochs=100, max_steps=stopped_at + 3)
-    assert resumed.state.step == stopped_at
-    resumed.train()
-    assert resumed.state.step == stopped_at + 3
+def test_interrupted_run_saves_and_resumes(tmp_path, monkeypatch, capsys):
+    """SIGTERM saves last.pt and exits 143 with the command that continues this very run; that
+    command resumes it; a stop at --max-steps says where and how to go on; at its --max-steps
+    already, nothing is trained."""
+    import shlex
+
+    import tomli_w
+
+    from mtkit.train import loop
+    from mtkit.train.cli import main
+
+    (tmp_path / "tiny.toml").write_text(tomli_w.dumps(tiny_run_dict(tmp_path / "ignored")))
+    batches = []
+
+    def collate(*args):                         # SIGTERM during the 5th batch
+        batches.append(1)
+        if len(batches) == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_collate(*args)
+
+    real_collate = loop.collate
+    monkeypatch.setattr(loop, "collate", collate)
+    out = tmp_path / "run"
+    code, _, err = invoke(main, [str(tmp_path / "tiny.toml"), "--output-dir", str(out), "--set",
+                                 "optim.max_tokens=1000", "--epochs", "100"], capsys)
+    assert code == 143 and "terminated: stopped by signal 15 at step 5" in err
+    command = shlex.split(err.split("continue with: ")[1].strip())
+    assert command == ["mt-train", str(tmp_path / "tiny.toml"), "--output-dir", str(out), "--set",
+                       "optim.max_tokens=1000", "--epochs", "100", "--resume"]
+    code, _, err = invoke(main, command[1:] + ["--max-steps", "8"], capsys)
+    assert code == 0 and load_checkpoint(out / "checkpoints/last.pt").progress.step == 8
+    assert f"stopped at --max-steps 8 (step 8): {out / 'checkpoints/last.pt'}; continue with: " in err
+    assert shlex.split(err.split("continue with: ")[1].strip()) == command
+    code, _, err = invoke(main, command[1:] + ["--max-steps", "8"], capsys)
+    assert code == 1 and "mt-train: error: nothing to train:" in err and "Traceback" not in err
 
 
 def test_nan_loss_is_caught(tmp_path):
     trainer = _trainer(tmp_path)
     with torch.no_grad():
         trainer.model.decoder_layers[0].ffn.fc1.weight[0, 0] = float("nan")
-    with pytest.raises(TrainingDiverged, match="loss is nan at step 1"):
+    with pytest.raises(TrainingDiverged, match="loss is nan at step 1 .*; no checkpoint was saved yet"):
+        trainer.train()
+    trainer.save_last()
+    with pytest.raises(TrainingDiverged, match=r"last good checkpoint is .*last.pt \(step 0\).*--init-from"):
         trainer.train()
 
 
@@ -192,6 +232,13 @@ def test_warm_start_from_a_half_precision_checkpoint(tmp_path, fixture_checkpoin
     resumed = Trainer(RunConfig.from_dict(same_shape(tmp_path / "warm")))
     resumed.prepare(resume=True)
     assert resumed.state.rewarm_from == start
+
+    # The checkpoint's epochs count: a run that would end at its epoch has nothing to do, and says so.
+    done = RunConfig.from_dict(same_shape(tmp_path / "done"))
+    done.optim.epochs = ckpt.progress.epoch
+    with pytest.raises(NothingToTrain, match=f"already at epoch {ckpt.progress.epoch} and epochs is"):
+        Trainer(done).prepare(resume=False, init_from=tmp_path / "fp16.pt")
+    assert not (tmp_path / "done").exists()
 
     bigger = same_shape(tmp_path / "other")
     bigger["model"]["encoder_layers"] = 3

@@ -9,6 +9,7 @@ with the model it started from, keeps much of what the fine-tuning forgot (Worts
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -25,21 +26,25 @@ def parse_weighted(spec: str) -> tuple[Path, float]:
         value = float(weight)
     except ValueError:
         return Path(spec), 1.0          # a ':' inside the path itself
-    if value <= 0:
-        raise CommandError(f"{spec}: a weight must be > 0")
+    if not math.isfinite(value) or value <= 0:  # nan passes `<= 0` and would make every weight nan
+        raise CommandError(f"{spec}: a weight must be a finite number > 0")
     return Path(path), value
 
 
 def average_checkpoints(inputs: list[tuple[Path, float]], out: Path) -> None:
     """Write the weighted mean of `inputs` to `out`, with the first input's metadata and no optimizer
     state. CheckpointError if the inputs differ in shape or tokenizer."""
-    from .checkpoint import CheckpointError, average_state_dicts, load_checkpoint
+    from .checkpoint import CheckpointError, average_state_dicts, load_checkpoint, model_shape
 
     first = load_checkpoint(inputs[0][0])
+    shape = model_shape(first.model_config)   # dropout may differ: it is not part of the weights
     for path, _ in inputs[1:]:
         other = load_checkpoint(path)
-        if other.model_config != first.model_config:
-            raise CheckpointError(f"{path}: another model shape than {inputs[0][0]}; only the same model averages")
+        theirs = model_shape(other.model_config)
+        if theirs != shape:
+            diff = ", ".join(f"{k} {theirs[k]!r} vs {shape[k]!r}" for k in shape if theirs[k] != shape[k])
+            raise CheckpointError(f"{path}: another model shape than {inputs[0][0]} ({diff}); "
+                                  "only the same model averages")
         if other.tokenizer_model != first.tokenizer_model:
             raise CheckpointError(f"{path}: another tokenizer than {inputs[0][0]}; only the same model averages")
     paths, weights = [p for p, _ in inputs], [w for _, w in inputs]
@@ -60,6 +65,11 @@ def main(out, checkpoints, force):
 
     if Path(out).exists() and not force:
         raise CommandError(f"{out} exists (use --force to replace it)")
+    for parent in Path(out).parents:   # the nearest existing one must be a directory to write under
+        if parent.exists():
+            if not parent.is_dir():
+                raise CommandError(f"{parent}: not a directory")
+            break
     inputs = [parse_weighted(spec) for spec in checkpoints]
     if len(inputs) < 2:
         raise CommandError("give at least two checkpoints to average")

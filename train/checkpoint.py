@@ -10,6 +10,7 @@ unpickling of code), written atomically. `VERSION` names that layout; another ve
 from __future__ import annotations
 
 import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +23,9 @@ from .state import TrainingProgress
 FORMAT = "mtkit-checkpoint"
 VERSION = 1
 REQUIRED = ("model", "model_config", "tokenizer_model", "language_tags")
+# Settings that change only how a model trains, not its weights' shapes or what they compute at
+# inference: checkpoints that differ in these alone are the same model (they average, for one).
+TRAINING_ONLY = ("dropout", "attention_dropout", "activation_dropout")
 
 
 class CheckpointError(Exception):
@@ -84,15 +88,15 @@ class Checkpoint:
         try:
             model_config = ModelConfig(**raw["model_config"])
             progress = TrainingProgress.from_dict(raw.get("progress", {}))
-        except (TypeError, ValueError) as e:
+            resume = ResumeState(raw["optimizer"], raw["scheduler"], raw["rng"]) if "optimizer" in raw else None
+            return cls(model=raw["model"], model_config=model_config, tokenizer_model=raw["tokenizer_model"],
+                       language_tags={k: int(v) for k, v in raw["language_tags"].items()},
+                       directions=[Direction(str(a), str(b)) for a, b in raw.get("directions", [])],
+                       languages=list(raw.get("languages", [])), run_config=raw.get("run_config") or {},
+                       tokenizer_path=raw.get("tokenizer_path", ""), progress=progress, resume=resume,
+                       averaged_from=raw.get("averaged_from"), shipped_from=raw.get("shipped_from"))
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
             raise CheckpointError(f"{path}: unreadable config ({type(e).__name__}: {e})") from None
-        resume = ResumeState(raw["optimizer"], raw["scheduler"], raw["rng"]) if "optimizer" in raw else None
-        return cls(model=raw["model"], model_config=model_config, tokenizer_model=raw["tokenizer_model"],
-                   language_tags={k: int(v) for k, v in raw["language_tags"].items()},
-                   directions=[Direction(str(a), str(b)) for a, b in raw.get("directions", [])],
-                   languages=list(raw.get("languages", [])), run_config=raw.get("run_config") or {},
-                   tokenizer_path=raw.get("tokenizer_path", ""), progress=progress, resume=resume,
-                   averaged_from=raw.get("averaged_from"), shipped_from=raw.get("shipped_from"))
 
     def save(self, path: Path) -> None:
         """Write to a temporary file in the same directory, then rename: a crash never leaves a half file."""
@@ -106,6 +110,11 @@ class Checkpoint:
         """The runtime's `BundleConfig` for this model: `bundle_config` with this checkpoint's tags
         and directions; `more` sets the rest (variants, tensors, provenance, ...)."""
         return bundle_config(self.model_config, self.language_tags, self.directions, **more)
+
+
+def model_shape(config: ModelConfig) -> dict:
+    """The fields of `config` that make two checkpoints the same model: all but TRAINING_ONLY."""
+    return {k: v for k, v in config.to_dict().items() if k not in TRAINING_ONLY}
 
 
 def bundle_config(model: ModelConfig, language_tags: dict[str, int], directions, **more):
@@ -124,17 +133,44 @@ def bundle_config(model: ModelConfig, language_tags: dict[str, int], directions,
 def load_checkpoint(path: Path, map_location="cpu") -> Checkpoint:
     """The checkpoint at `path`; CheckpointError for anything missing, corrupt or of another version."""
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"{path}: is a directory; {checkpoint_hint(path)}")
     if not path.is_file():
-        raise CheckpointError(f"{path}: no such checkpoint")
+        raise CheckpointError(f"{path}: no such checkpoint" if not path.exists() else f"{path}: not a regular file")
+    if path.stat().st_size == 0:  # torch's EOFError for it has no message
+        raise CheckpointError(f"{path}: empty file, not a checkpoint")
     try:
         raw = torch.load(path, map_location=map_location, weights_only=True)
+    except PermissionError:
+        raise CheckpointError(f"{path}: cannot read it (permission denied)") from None
+    except pickle.UnpicklingError:
+        # Never quote torch here: its message advises weights_only=False, which runs the file's code.
+        raise CheckpointError(f"{path}: not a checkpoint written by mt-train (torch could not read it)") from None
     except Exception as e:  # torch raises many types for truncated or foreign files
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {first_sentence(e)})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an mtkit checkpoint")
     if raw.get("version") != VERSION:
         raise CheckpointError(f"{path}: checkpoint version {raw.get('version')!r} is not supported (expected {VERSION})")
     return Checkpoint.from_dict(raw, path)
+
+
+def checkpoint_hint(directory: Path) -> str:
+    """What to give instead of `directory`: its few checkpoints by name, or an example path."""
+    try:
+        found = sorted(directory.glob("*.pt")) or sorted(directory.glob("*/*.pt"))
+    except OSError:
+        found = []
+    if 0 < len(found) <= 4:
+        return "give one of its checkpoints: " + ", ".join(map(str, found))
+    example = directory / "final.pt" if (directory / "final.pt").is_file() else directory / "NAME" / "final.pt"
+    return f"give a checkpoint file such as {example}"
+
+
+def first_sentence(error: Exception) -> str:
+    """The start of an error's message (torch's go on with advice), or its type when it has none."""
+    lines = str(error).strip().splitlines()
+    return lines[0].split(". ")[0][:200] if lines else type(error).__name__
 
 
 def load_model(path: Path) -> tuple[Checkpoint, Transformer]:
@@ -144,9 +180,9 @@ def load_model(path: Path) -> tuple[Checkpoint, Transformer]:
     try:
         model = Transformer(ckpt.model_config)
         model.load_state_dict(ckpt.model)
-    except (TypeError, ValueError, RuntimeError) as e:
+    except (TypeError, ValueError, RuntimeError, AttributeError) as e:
         raise CheckpointError(f"{path}: model does not match its config ({type(e).__name__}: "
-                              f"{str(e).splitlines()[0][:200]})") from None
+                              f"{first_sentence(e)})") from None
     return ckpt, model.eval()
 
 

@@ -7,9 +7,10 @@ default is the runtime's (`mtkit.runtime.data_dir`: shared/data beside the sourc
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import difflib
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, get_args, get_origin, get_type_hints
 
 try:
     import tomllib
@@ -39,13 +40,14 @@ class Corpus:
     max_pairs: int = 0              # keep at most this many cleaned pairs (by hash, deterministic; 0 = all)
     suffix: str = ".gz"
 
-    def load(self, data_dir: Path) -> list[Pair]:
+    def files(self, data_dir: Path) -> list[Path]:
         if self.tsv:
-            raw = read_tsv(data_dir / self.tsv)
-        else:
-            src_file = self.src_file or f"{self.prefix}.{self.src}{self.suffix}"
-            tgt_file = self.tgt_file or f"{self.prefix}.{self.tgt}{self.suffix}"
-            raw = read_parallel(data_dir / src_file, data_dir / tgt_file)
+            return [data_dir / self.tsv]
+        return [data_dir / (self.src_file or f"{self.prefix}.{self.src}{self.suffix}"),
+                data_dir / (self.tgt_file or f"{self.prefix}.{self.tgt}{self.suffix}")]
+
+    def load(self, data_dir: Path) -> list[Pair]:
+        raw = read_tsv(*self.files(data_dir)) if self.tsv else read_parallel(*self.files(data_dir))
         pairs = [Pair(s, t, self.src, self.tgt) for s, t in raw]
         if self.both_directions:
             pairs += [Pair(t, s, self.tgt, self.src) for s, t in raw]
@@ -99,6 +101,22 @@ class OptimConfig:
     precision: str = "auto"          # "bf16" autocast, "fp32", or "auto": bf16 on CUDA, fp32 on CPU
     seed: int = 1
 
+    def __post_init__(self):
+        if self.precision not in ("auto", "bf16", "fp32"):
+            raise ValueError("precision must be \"auto\", \"bf16\" or \"fp32\"")
+
+
+# Every number in a config must be >= 0 (where 0 means "off" or "all", the field's comment says so);
+# these counts, sizes and rates must be > 0. Checked by RunConfig.from_dict with the types.
+POSITIVE = {
+    Corpus: {"repeat"},
+    DataConfig: {"max_ratio", "max_chars"},
+    TokenizerConfig: {"vocab_size", "character_coverage", "input_sentence_size"},
+    ModelConfig: {"d_model", "n_heads", "encoder_layers", "decoder_layers", "ffn_dim", "max_positions"},
+    OptimConfig: {"max_tokens", "accum_steps", "lr", "warmup_steps", "clip_norm", "epochs", "keep_best", "eval_beam",
+                  "dev_bleu_max_sentences", "log_every_steps"},
+}
+
 
 @dataclass
 class RunConfig:
@@ -113,7 +131,7 @@ class RunConfig:
 
     @classmethod
     def load(cls, path: str | Path, overrides: Sequence[str] = ()) -> "RunConfig":
-        """Read a TOML config; each override is `section.key=value`, the value written as in TOML."""
+        """Read a TOML config; each override is `section.key=value` (or a top-level `key=value`), the value as in TOML."""
         path = Path(path)
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -127,36 +145,55 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, raw: dict, path: Path | None = None) -> "RunConfig":
+        """Check every value against its field's annotation (and the bounds in POSITIVE) before any
+        work starts: a wrong type would otherwise surface late, as a traceback deep in torch."""
+        src = path or "the run config"
+
+        def typed(value, hint, key: str):
+            origin, args = get_origin(hint), get_args(hint)
+            if is_dataclass(hint) and isinstance(value, dict):
+                return build(hint, value, key)
+            if origin in (list, tuple) and isinstance(value, (list, tuple)) and (origin is list or len(value) == len(args)):
+                items = [typed(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
+                return items if origin is list else tuple(items)
+            if hint is float and type(value) is int:
+                return float(value)
+            if type(value) is hint:  # exactly: to Python a bool is an int, to a config it is not
+                return value
+            raise DataError(f"{src}: {key} must be {describe(hint)}, not {type(value).__name__} ({value!r})")
+
         def build(klass, values: dict, where: str):
-            known = {f.name for f in fields(klass)}
-            unknown = set(values) - known
+            dotted = lambda key: f"{where}.{key}" if where else key
+            known = [f.name for f in fields(klass)]
+            unknown = sorted(set(values) - set(known))
             if unknown:
-                raise DataError(f"{path}: unknown key(s) in [{where}]: {', '.join(sorted(unknown))}")
+                place = f"key(s) in [{where}]" if where else "top-level key(s) or section(s)"
+                raise DataError(f"{src}: unknown {place}: {', '.join(typo(k, known) for k in unknown)}")
+            for f in fields(klass):
+                if f.name not in values and f.default is MISSING and f.default_factory is MISSING:
+                    raise DataError(f"{src}: missing key {dotted(f.name)}")
+            hints = get_type_hints(klass)
+            values = {k: typed(v, hints[k], dotted(k)) for k, v in values.items()}
+            for k, v in values.items():
+                positive = k in POSITIVE.get(klass, ())
+                if hints[k] in (int, float) and (v < 0 or positive and v == 0):
+                    raise DataError(f"{src}: {dotted(k)} must be {'> 0' if positive else '>= 0'}, not {v}")
             try:
                 return klass(**values)
             except ValueError as e:
-                raise DataError(f"{path}: [{where}] {e}") from None
+                raise DataError(f"{src}: [{where}] {e}") from None
 
-        data = dict(raw.get("data", {}))
-        for split in ("train", "dev", "test"):
-            data[split] = [build(Corpus, c, f"data.{split}") for c in data.get(split, [])]
-        if not data["train"]:
-            raise DataError(f"{path}: [data] names no train corpus")
-        optim = dict(raw.get("optim", {}))
-        if optim.get("precision", "auto") not in ("auto", "bf16", "fp32"):
-            raise DataError(f"{path}: [optim] precision must be \"auto\", \"bf16\" or \"fp32\"")
-        if "betas" in optim:
-            optim["betas"] = tuple(optim["betas"])
-        return cls(
-            name=raw.get("name", path.stem if path else "run"),
-            output_dir=raw.get("output_dir", f"runs/{raw.get('name', 'run')}"),
-            languages=list(raw["languages"]),
-            data=build(DataConfig, data, "data"),
-            tokenizer=build(TokenizerConfig, raw.get("tokenizer", {}), "tokenizer"),
-            model=build(ModelConfig, raw.get("model", {}), "model"),
-            optim=build(OptimConfig, optim, "optim"),
-            path=str(path or ""),
-        )
+        raw = dict(raw)
+        raw.setdefault("output_dir", f"runs/{raw.get('name', 'run')}")
+        raw.setdefault("name", path.stem if path else "run")
+        for name, hint in get_type_hints(cls).items():
+            if is_dataclass(hint):
+                raw.setdefault(name, {})             # a section left out takes its defaults
+        raw["path"] = str(path or "")
+        run = build(cls, raw, "")
+        if not run.data.train:
+            raise DataError(f"{src}: [data] names no train corpus")
+        return run
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -175,6 +212,12 @@ class RunConfig:
         """The cleaned pairs of one split; dev falls back to a holdout of train."""
         data_dir = self.data_dir()
         corpora = getattr(self.data, split)
+        # Every file is looked for before any is read (train's with dev's, which a run reads next), so a
+        # wrong data directory is found at once and not after minutes of reading.
+        needed = {"train": self.data.train + self.data.dev, "dev": self.data.dev or self.data.train}.get(split, corpora)
+        for path in (p for c in needed for p in c.files(data_dir)):
+            if not path.is_file():
+                raise DataError(f"{path}: no such file; set {DATA_DIR_ENV}, or data_dir in the config's [data] section")
         if split == "dev" and not corpora:
             _, holdout = split_holdout(self._load_train(data_dir, report), self.data.holdout)
             return holdout
@@ -194,11 +237,25 @@ class RunConfig:
 
 
 def apply_override(raw: dict, override: str) -> None:
-    """Set `section.key=value` in a raw config; a value that is not TOML (a bare word) is a string."""
+    """Set `section.key=value`, or a top-level `key=value`, in a raw config; a value that is not TOML
+    (a bare word) is a string. Sections are checked here, keys and values by `RunConfig.from_dict`."""
     dotted, sep, text = override.partition("=")
     *sections, key = dotted.strip().split(".")
-    if not sep or not sections or not key:
-        raise DataError(f"--set {override!r}: expected SECTION.KEY=VALUE, e.g. optim.max_tokens=16384")
+    hints = get_type_hints(RunConfig)
+    top_level = [name for name, hint in hints.items() if not is_dataclass(hint) and name != "path"]  # path: the file's
+    if not sep or not key or not sections and key not in top_level:
+        inside = [f"{name}.{key}" for name, hint in hints.items() if is_dataclass(hint) and key in get_type_hints(hint)]
+        raise DataError(f"--set {override!r}: expected SECTION.KEY=VALUE or KEY=VALUE for {', '.join(top_level)}"
+                        + (f" (did you mean {inside[0]}={text.strip()}?)" if inside else ", e.g. optim.max_tokens=16384"))
+    klass = RunConfig
+    for section in sections:
+        hints = get_type_hints(klass)
+        if section not in hints:
+            known = [name for name, hint in hints.items() if is_dataclass(hint)]
+            raise DataError(f"--set {override!r}: unknown section {typo(section, known)}")
+        if not is_dataclass(hints[section]):
+            raise DataError(f"--set {override!r}: {section} is not a table")
+        klass = hints[section]
     try:
         value = tomllib.loads(f"v = {text.strip()}")["v"]
     except tomllib.TOMLDecodeError:
@@ -209,3 +266,26 @@ def apply_override(raw: dict, override: str) -> None:
         if not isinstance(table, dict):
             raise DataError(f"--set {override!r}: {section} is not a table")
     table[key] = value
+
+
+TYPE_NAMES = {bool: ("true or false", "booleans"), int: ("an integer", "integers"), float: ("a number", "numbers"),
+              str: ("a string", "strings")}
+
+
+def describe(hint) -> str:
+    """A config value of the annotated type `hint`, as a message names it: "a list of 2 numbers"."""
+    origin, args = get_origin(hint), get_args(hint)
+    plural = lambda item: "tables" if is_dataclass(item) else TYPE_NAMES[item][1]
+    if is_dataclass(hint):
+        return "a table"
+    if origin is list:
+        return f"a list of {plural(args[0])}"
+    if origin is tuple:
+        return f"a list of {len(args)} {plural(args[0])}"
+    return TYPE_NAMES[hint][0]
+
+
+def typo(key: str, known: list[str]) -> str:
+    """`key`, with the known name it is probably a typo of."""
+    close = difflib.get_close_matches(key, known, n=1)
+    return f"{key} (did you mean {close[0]}?)" if close else key

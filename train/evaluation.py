@@ -25,6 +25,7 @@ class EncodedSplit:
     refs: list[str]
     raw_src: list[str]
     tgt_langs: list[str]
+    src_langs: list[str]
 
     @property
     def src_lens(self):
@@ -40,7 +41,8 @@ def encode_pairs(sp, pairs: list[Pair], tag_ids: dict[str, int], max_len: int) -
     tgt_pieces = sp.encode([p.tgt for p in pairs])
     src = [np.asarray(source_ids(s, tag_ids[p.tgt_lang], max_len), dtype=np.int32) for s, p in zip(src_pieces, pairs)]
     tgt = [np.asarray(t[: max_len - 1], dtype=np.int32) for t in tgt_pieces]
-    return EncodedSplit(src, tgt, [p.tgt for p in pairs], [p.src for p in pairs], [p.tgt_lang for p in pairs])
+    return EncodedSplit(src, tgt, [p.tgt for p in pairs], [p.src for p in pairs], [p.tgt_lang for p in pairs],
+                        [p.src_lang for p in pairs])
 
 
 @torch.no_grad()
@@ -64,10 +66,11 @@ def dev_bleu(model: Transformer, sp, data: EncodedSplit, tag_ids: dict[str, int]
     picks = [i * len(data.src) // n for i in range(n)]
     translator = model_translator(model, sp, tag_ids, directions, device=device)
     hyps = {}
-    for lang in sorted({data.tgt_langs[i] for i in picks}):
-        group = [i for i in picks if data.tgt_langs[i] == lang]
+    for source, lang in sorted({(data.src_langs[i], data.tgt_langs[i]) for i in picks}):
+        group = [i for i in picks if (data.src_langs[i], data.tgt_langs[i]) == (source, lang)]
+        # The source language is known: no detection, and every sentence is translated, as in the loss.
         out = translator.translate([data.raw_src[i] for i in group], lang, DecodeOptions(beam_size=beam_size),
-                                   split_sentences=False)
+                                   from_lang=source, split_sentences=False)
         hyps.update(zip(group, (t.text for t in out)))
     model.train()
     return sacrebleu.corpus_bleu([hyps[i] for i in picks], [[data.refs[i] for i in picks]]).score

@@ -28,6 +28,22 @@ class TrainingDiverged(Exception):
 class Interrupted(Exception):
     """SIGINT/SIGTERM arrived; a resumable checkpoint was written first."""
 
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.signum = signum
+
+
+def diverged(trainer: Trainer, what: str) -> TrainingDiverged:
+    """The error for a NaN or infinite `what`, with the way on that is open from here."""
+    last = trainer.checkpoint_dir / "last.pt"
+    if trainer.saved_step is None:
+        return TrainingDiverged(f"{what}; no checkpoint was saved yet: lower optim.lr (--set optim.lr=...) "
+                                f"or check the data, then start again")
+    # --resume keeps the optimizer's learning rate; a new one needs a fresh optimizer (--init-from).
+    return TrainingDiverged(f"{what}; the last good checkpoint is {last} (step {trainer.saved_step}): go on from it "
+                            f"with a lower learning rate in a new run (--init-from {last} --set optim.lr=... "
+                            f"--output-dir NEW_DIR), or check the data")
+
 
 def progress_bar(console: Console, enabled: bool) -> Progress:
     return Progress(
@@ -71,10 +87,8 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
         for j, indices in enumerate(mine):
             loss, nll, tokens = trainer.loss(collate(data.src, data.tgt, indices))
             if not torch.isfinite(loss):
-                raise TrainingDiverged(
-                    f"loss is {loss.item()} at step {st.step + 1} (epoch {st.epoch + 1}, batch {bi + j}); "
-                    f"the last good checkpoint is {trainer.checkpoint_dir / 'last.pt'}. Lower the learning rate "
-                    f"or check the data, then resume.")
+                raise diverged(trainer, f"loss is {loss.item()} at step {st.step + 1} "
+                                        f"(epoch {st.epoch + 1}, batch {bi + j})")
             loss.backward()
             step_tokens += tokens
             step_loss += loss.item()
@@ -91,8 +105,7 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
                 p.grad.mul_(scale)
         grad_norm = torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), o.clip_norm)
         if not torch.isfinite(grad_norm):
-            raise TrainingDiverged(f"gradient norm is {grad_norm.item()} at step {st.step + 1}; "
-                                   f"the last good checkpoint is {trainer.checkpoint_dir / 'last.pt'}")
+            raise diverged(trainer, f"gradient norm is {grad_norm.item()} at step {st.step + 1}")
         trainer.optimizer.step()
         trainer.scheduler.step()
         st.step += 1
@@ -120,8 +133,9 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
             trainer.save_last()
         if trainer.stop_signal is not None:
             trainer.save_last()
-            raise Interrupted(f"stopped by signal {trainer.stop_signal} at step {st.step}; "
-                              f"continue with: mt-train {trainer.run.path} --resume")
+            raise Interrupted(f"stopped by signal {trainer.stop_signal} at step {st.step}: "
+                              f"{trainer.checkpoint_dir / 'last.pt'}; continue with: {trainer.resume_command}",
+                              trainer.stop_signal)
         if o.max_steps and st.step >= o.max_steps:
             trainer.save_last()
             progress.remove_task(task)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_model
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_model, model_shape
 from .model import ModelConfig
 from .state import TrainingProgress
 
@@ -35,11 +35,55 @@ def set_rng_state(rng: dict) -> None:
     random.setstate((3, tuple(rng["python"]), rng["python_pos"]))
 
 
-def restore(path: Path, model, optimizer, scheduler, device) -> TrainingProgress:
-    """Load `last.pt` into the model, optimizer, scheduler and random generators; return its progress."""
+# What a resumed run must share with the run it continues. The saved data position (epoch, batch)
+# indexes batches made from the data and batching settings, and the optimizer and scheduler states
+# carry the learning rate (a new one would be silently overwritten), so a change is refused rather
+# than warned about: it would skip or repeat data, or be ignored. `--init-from` is the way to change
+# them (a fresh optimizer). Epochs, max steps, evaluation and logging may change.
+SAME_ON_RESUME = ("languages", "data", "tokenizer", "model", "optim.max_tokens", "optim.accum_steps", "optim.seed",
+                  "optim.lr", "optim.warmup_steps", "optim.betas", "optim.weight_decay")
+FREE_ON_RESUME = ("data.data_dir", "model.vocab_size")  # the corpora may move; the vocabulary comes from last.pt
+
+
+def _flat(raw: dict, prefix: str = "") -> dict:
+    """{"optim.lr": 0.001, ...}; lists and tuples compare as lists."""
+    flat = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = list(value) if isinstance(value, (list, tuple)) else value
+    return flat
+
+
+def check_same_run(path: Path, saved: dict, ours: dict) -> None:
+    """CheckpointError naming the `SAME_ON_RESUME` settings in which config `ours` differs from the run
+    config `saved` in `path` (nothing to compare for a checkpoint that has none)."""
+    saved, ours = _flat(saved), _flat(ours)
+    keys = [k for k in ours if k in saved and k not in FREE_ON_RESUME
+            and any(k == s or k.startswith(s + ".") for s in SAME_ON_RESUME)]
+    diff = [f"{k} ({saved[k]!r} there, {ours[k]!r} here)" for k in keys if saved[k] != ours[k]]
+    if diff:
+        raise CheckpointError(f"{path}: --resume needs the run's own settings, these differ: {'; '.join(diff)}; "
+                              f"pass the --set options the run was started with, or start a new run from it "
+                              f"with --init-from (a fresh optimizer)")
+
+
+def load_resume(path: Path, run_config: dict, device) -> Checkpoint:
+    """The `last.pt` to resume; CheckpointError unless it exists, has the optimizer state and was
+    trained with `run_config`'s settings (`check_same_run`)."""
+    if not Path(path).is_file():
+        raise CheckpointError(f"{path}: no such checkpoint, so nothing to resume; start the run without --resume")
     ckpt = load_checkpoint(path, map_location=device)
     if ckpt.resume is None:
         raise CheckpointError(f"{path}: has no optimizer state to resume from")
+    check_same_run(path, ckpt.run_config, run_config)
+    return ckpt
+
+
+def restore(ckpt: Checkpoint, model, optimizer, scheduler) -> TrainingProgress:
+    """Load `last.pt` (from `load_resume`) into the model, optimizer, scheduler and random generators;
+    return its progress."""
     model.load_state_dict(ckpt.model)
     optimizer.load_state_dict(ckpt.resume.optimizer)
     scheduler.load_state_dict(ckpt.resume.scheduler)
@@ -50,8 +94,8 @@ def restore(path: Path, model, optimizer, scheduler, device) -> TrainingProgress
 def load_warm_start(path: Path, model_config: ModelConfig) -> Checkpoint:
     """The checkpoint to start from; CheckpointError unless it is a usable model of `model_config`'s shape."""
     ckpt, _ = load_model(path)
-    ours = {k: v for k, v in model_config.to_dict().items() if k != "vocab_size"}
-    theirs = {k: ckpt.model_config.to_dict().get(k) for k in ours}
+    ours = {k: v for k, v in model_shape(model_config).items() if k != "vocab_size"}     # dropout may change
+    theirs = {k: model_shape(ckpt.model_config).get(k) for k in ours}
     if ours != theirs:
         diff = ", ".join(f"{k}: {theirs[k]!r} there, {ours[k]!r} here" for k in ours if ours[k] != theirs[k])
         raise CheckpointError(f"{path}: its model differs from this config ({diff})")

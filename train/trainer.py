@@ -24,9 +24,13 @@ from .evaluation import dev_bleu, dev_loss, encode_pairs
 from .finalise import end_epoch, end_run
 from .loop import progress_bar, run_epoch, token_loss
 from .model import Transformer
-from .resume import load_warm_start, restore, rng_state, warm_start
+from .resume import load_resume, load_warm_start, restore, rng_state, warm_start
 from .state import TrainingProgress, inverse_sqrt_schedule
 from .tokenizer import language_tag_ids, load_tokenizer, train_tokenizer
+
+
+class NothingToTrain(Exception):
+    """The run is already at its --epochs or --max-steps; nothing was loaded or written."""
 
 
 class Trainer:
@@ -53,6 +57,10 @@ class Trainer:
         self.checkpoint_dir = self.out / "checkpoints"
         self.metrics_path = self.out / "metrics.jsonl"
         self.stop_signal = None
+        self.saved_step = None                      # the step of this run's last.pt, once there is one
+        self.stopped_at_max_steps = False
+        # What the messages tell the user to run to continue (the CLI sets the options the run was given).
+        self.resume_command = f"mt-train {run.path} --resume"
 
     # ----- setup -------------------------------------------------------------------------------
     def log(self, message: str) -> None:
@@ -66,16 +74,27 @@ class Trainer:
         if resume and init_from:
             raise ValueError("pass either resume or init_from, not both")
         run = self.run
+        # Every refusal comes before the data, the tokenizer and any file written: a refused start
+        # must leave the run in output_dir as it was.
+        last = self.checkpoint_dir / "last.pt"
+        resumed = load_resume(last, run.to_dict(), self.device) if resume else None
+        if not resume and last.exists():
+            raise FileExistsError(f"{last} exists: pass --resume to continue that run, or choose another output_dir")
         warm = load_warm_start(Path(init_from), run.model) if init_from else None
+        source = resumed or warm                    # a checkpoint brings its progress and its tokenizer
+        self.check_work_left(source.progress if source else TrainingProgress(), last if resumed else init_from)
         report = CleaningReport()
         train_pairs = run.load_split("train", report)
         dev_pairs = run.load_split("dev")
         self.log(f"train data: {report.summary()}; dev: {len(dev_pairs)} pairs")
         tok_path = self.out / "tokenizer.model"
-        if warm and self.is_main:
-            tok_path.parent.mkdir(parents=True, exist_ok=True)
-            tok_path.write_bytes(warm.tokenizer_model)
-        if (resume or warm) and tok_path.exists():
+        if source and self.is_main:
+            # The checkpoint's tokenizer, whatever is on disk: its ids are the ones the weights know.
+            if not tok_path.exists() or tok_path.read_bytes() != source.tokenizer_model:
+                if tok_path.exists():
+                    self.log(f"{tok_path} differs from the checkpoint's tokenizer; writing the checkpoint's back")
+                tok_path.parent.mkdir(parents=True, exist_ok=True)
+                tok_path.write_bytes(source.tokenizer_model)
             self.sp = load_tokenizer(tok_path)
         elif self.is_main:
             t0 = time.time()
@@ -104,13 +123,11 @@ class Trainer:
         self.state = TrainingProgress()
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, inverse_sqrt_schedule(o.warmup_steps, lambda: self.state.rewarm_from))
-        last = self.checkpoint_dir / "last.pt"
-        if resume:
-            self.state = restore(last, self.model, self.optimizer, self.scheduler, self.device)
+        if resumed:
+            self.state = restore(resumed, self.model, self.optimizer, self.scheduler)
+            self.saved_step = self.state.step
             self.log(f"resumed from {last}: epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch}, "
                      f"step {self.state.step}")
-        elif last.exists():
-            raise FileExistsError(f"{last} exists: pass --resume to continue that run, or choose another output_dir")
         if warm:
             warm_start(warm, self.model, self.optimizer, self.scheduler, self.state)
             self.log(f"warm start from {init_from}: its weights and tokenizer, a fresh optimizer, "
@@ -119,6 +136,19 @@ class Trainer:
         if self.world > 1:
             self.ddp_model = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+    def check_work_left(self, progress: TrainingProgress, source) -> None:
+        """NothingToTrain unless `progress` (where the run starts) is short of epochs and max_steps;
+        both count from the start of the run `source` continues, as the LR schedule does."""
+        o = self.optim_cfg
+        where = f"{source} is" if source else "the run is"
+        counted = " (counted from the start of the run it comes from)" if source else ""
+        if progress.epoch >= o.epochs:
+            raise NothingToTrain(f"nothing to train: {where} already at epoch {progress.epoch} and epochs is "
+                                 f"{o.epochs}{counted}; raise --epochs")
+        if o.max_steps and progress.step >= o.max_steps:
+            raise NothingToTrain(f"nothing to train: {where} already at step {progress.step} and max_steps is "
+                                 f"{o.max_steps}{counted}; raise --max-steps")
 
     # ----- checkpoints -------------------------------------------------------------------------
     def checkpoint(self, full: bool) -> Checkpoint:
@@ -137,6 +167,7 @@ class Trainer:
     def save_last(self) -> None:
         if self.is_main:
             self.checkpoint(full=True).save(self.checkpoint_dir / "last.pt")
+        self.saved_step = self.state.step
 
     # ----- training ----------------------------------------------------------------------------
     def _handle_signal(self, signum, frame):
@@ -149,7 +180,8 @@ class Trainer:
             with progress_bar(self.console, self.is_main and self.console.is_terminal) as progress:
                 while self.state.epoch < o.epochs:
                     if run_epoch(self, progress):
-                        break  # max_steps reached
+                        self.stopped_at_max_steps = True
+                        break
                     if end_epoch(self):
                         break  # early stopping
         finally:
