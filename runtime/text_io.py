@@ -90,6 +90,15 @@ def check_output(path: str | Path) -> None:
         raise InputError(f"{path}: cannot write ({parent}: permission denied)")
 
 
+def blocking_file(path: str | Path) -> Path | None:
+    """The file that stops `path` being made with its missing parents: its nearest existing ancestor,
+    when that is not a directory."""
+    for parent in Path(path).parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
 def written_in_place(path: Path) -> bool:
     """Whether `path` is something that exists but is not a regular file or a directory (a FIFO, a
     device such as /dev/stdout): written into as it is, there being no file to replace."""

@@ -177,6 +177,12 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "precision.toml"), "--resume",
                              "--init-from", "x.pt"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2 and "--resume and --init-from exclude each other" in result.stderr
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "good.toml").write_text('languages = ["de"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n')
+    result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "good.toml"),
+                             "--output-dir", str(tmp_path / "afile" / "run")], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1 and f"{tmp_path / 'afile'}: not a directory" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_dev_bleu_decoding_is_capped_by_the_models_positions(fixture_checkpoint, monkeypatch):

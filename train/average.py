@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from mtkit.runtime.cli_support import CommandError, command
+from mtkit.runtime.text_io import blocking_file
 
 
 def parse_weighted(spec: str) -> tuple[Path, float]:
@@ -34,15 +35,12 @@ def parse_weighted(spec: str) -> tuple[Path, float]:
 def average_checkpoints(inputs: list[tuple[Path, float]], out: Path) -> None:
     """Write the weighted mean of `inputs` to `out`, with the first input's metadata and no optimizer
     state. CheckpointError if the inputs differ in shape or tokenizer."""
-    from .checkpoint import CheckpointError, average_state_dicts, load_checkpoint, model_shape
+    from .checkpoint import CheckpointError, average_state_dicts, load_checkpoint, shape_differences
 
     first = load_checkpoint(inputs[0][0])
-    shape = model_shape(first.model_config)   # dropout may differ: it is not part of the weights
     for path, _ in inputs[1:]:
         other = load_checkpoint(path)
-        theirs = model_shape(other.model_config)
-        if theirs != shape:
-            diff = ", ".join(f"{k} {theirs[k]!r} vs {shape[k]!r}" for k in shape if theirs[k] != shape[k])
+        if diff := shape_differences(first.model_config, other.model_config):   # dropout may differ
             raise CheckpointError(f"{path}: another model shape than {inputs[0][0]} ({diff}); "
                                   "only the same model averages")
         if other.tokenizer_model != first.tokenizer_model:
@@ -65,11 +63,8 @@ def main(out, checkpoints, force):
 
     if Path(out).exists() and not force:
         raise CommandError(f"{out} exists (use --force to replace it)")
-    for parent in Path(out).parents:   # the nearest existing one must be a directory to write under
-        if parent.exists():
-            if not parent.is_dir():
-                raise CommandError(f"{parent}: not a directory")
-            break
+    if (blocker := blocking_file(out)) is not None:
+        raise CommandError(f"{blocker}: not a directory")
     inputs = [parse_weighted(spec) for spec in checkpoints]
     if len(inputs) < 2:
         raise CommandError("give at least two checkpoints to average")

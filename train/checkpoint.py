@@ -117,6 +117,12 @@ def model_shape(config: ModelConfig) -> dict:
     return {k: v for k, v in config.to_dict().items() if k not in TRAINING_ONLY}
 
 
+def shape_differences(ours: ModelConfig, theirs: ModelConfig, ignore: tuple[str, ...] = ()) -> str:
+    """How `theirs` differs from `ours` in `model_shape`, e.g. "ffn_dim: 128 there, 64 here"; "" if not."""
+    a, b = model_shape(ours), model_shape(theirs)
+    return ", ".join(f"{k}: {b.get(k)!r} there, {a[k]!r} here" for k in a if k not in ignore and a[k] != b.get(k))
+
+
 def bundle_config(model: ModelConfig, language_tags: dict[str, int], directions, **more):
     """The one mapping from a `ModelConfig` to the bundle's model shape (config.json), with the
     runtime's special ids. Used by the export and by every PyTorch `Translator`."""

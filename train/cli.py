@@ -81,7 +81,7 @@ def main(config, resume, init_from, output_dir, max_steps, epochs, overrides):
         terminated = e.signum == signal.SIGTERM
         console.print(f"[yellow]{'terminated' if terminated else 'interrupted'}:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(143 if terminated else 130)
-    if trainer.stopped_at_max_steps:
+    if run.optim.max_steps and trainer.state.step >= run.optim.max_steps:
         # Without --max-steps, the continued run goes on to its epochs (or the config's max_steps).
         again = resume_command(config, output_dir, overrides, epochs, None)
         console.print(f"stopped at --max-steps {run.optim.max_steps} (step {trainer.state.step}): "

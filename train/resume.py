@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_model, model_shape
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_model, shape_differences
 from .model import ModelConfig
 from .state import TrainingProgress
 
@@ -94,10 +94,8 @@ def restore(ckpt: Checkpoint, model, optimizer, scheduler) -> TrainingProgress:
 def load_warm_start(path: Path, model_config: ModelConfig) -> Checkpoint:
     """The checkpoint to start from; CheckpointError unless it is a usable model of `model_config`'s shape."""
     ckpt, _ = load_model(path)
-    ours = {k: v for k, v in model_shape(model_config).items() if k != "vocab_size"}     # dropout may change
-    theirs = {k: model_shape(ckpt.model_config).get(k) for k in ours}
-    if ours != theirs:
-        diff = ", ".join(f"{k}: {theirs[k]!r} there, {ours[k]!r} here" for k in ours if ours[k] != theirs[k])
+    diff = shape_differences(model_config, ckpt.model_config, ignore=("vocab_size",))    # dropout may change
+    if diff:
         raise CheckpointError(f"{path}: its model differs from this config ({diff})")
     return ckpt
 

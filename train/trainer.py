@@ -17,6 +17,8 @@ import torch
 import torch.distributed as dist
 from rich.console import Console
 
+from mtkit.runtime.text_io import blocking_file
+
 from .checkpoint import Checkpoint, Direction, ResumeState
 from .config import RunConfig
 from .data import CleaningReport
@@ -58,7 +60,6 @@ class Trainer:
         self.metrics_path = self.out / "metrics.jsonl"
         self.stop_signal = None
         self.saved_step = None                      # the step of this run's last.pt, once there is one
-        self.stopped_at_max_steps = False
         # What the messages tell the user to run to continue (the CLI sets the options the run was given).
         self.resume_command = f"mt-train {run.path} --resume"
 
@@ -77,6 +78,8 @@ class Trainer:
         # Every refusal comes before the data, the tokenizer and any file written: a refused start
         # must leave the run in output_dir as it was.
         last = self.checkpoint_dir / "last.pt"
+        if (blocker := blocking_file(self.out)) is not None:
+            raise FileExistsError(f"{blocker}: not a directory, so output_dir {self.out} cannot be made")
         resumed = load_resume(last, run.to_dict(), self.device) if resume else None
         if not resume and last.exists():
             raise FileExistsError(f"{last} exists: pass --resume to continue that run, or choose another output_dir")
@@ -180,8 +183,7 @@ class Trainer:
             with progress_bar(self.console, self.is_main and self.console.is_terminal) as progress:
                 while self.state.epoch < o.epochs:
                     if run_epoch(self, progress):
-                        self.stopped_at_max_steps = True
-                        break
+                        break  # max_steps reached
                     if end_epoch(self):
                         break  # early stopping
         finally:
