@@ -81,15 +81,15 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
     except ParityError as e:
         if e.report:
             console.print(parity_table(e.report))
-        console.print(f"[red]parity check failed:[/] {e}\nnothing was written to {target}", highlight=False)
+        console.print(f"[red]parity check failed:[/] {e}\nnothing was written to {target}", highlight=False, soft_wrap=True)
         sys.exit(3)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: nothing was written to {target}")
+        console.print(f"[yellow]interrupted[/]: nothing was written to {target}", soft_wrap=True)
         sys.exit(130)
 
     console.print(files_table(report))
     console.print(parity_table(report.parity))
-    console.print(f"[green]bundle written:[/] {report.path}", highlight=False)
+    console.print(f"[green]bundle written:[/] {report.path}", highlight=False, soft_wrap=True)
 
 
 def files_table(report):

@@ -56,12 +56,12 @@ def tiny_run_dict(output_dir: Path, **optim) -> dict:
     }
 
 
-def train_tiny(output_dir: Path, **optim):
+def train_tiny(output_dir: Path, console=None, **optim):
     from mtkit.train.config import RunConfig
     from mtkit.train.trainer import Trainer
 
     run = RunConfig.from_dict(tiny_run_dict(output_dir, **optim))
-    trainer = Trainer(run)
+    trainer = Trainer(run, console)
     trainer.prepare(resume=False)
     trainer.train()
     return trainer

@@ -1,7 +1,9 @@
 """The trainer: exact resume, interruption, NaN detection, checkpoint files and outputs."""
 
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from rich.console import Console
 
 from conftest import REPO, invoke, tiny_run_dict, train_tiny
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
@@ -106,8 +109,13 @@ def test_nan_loss_is_caught(tmp_path):
 
 
 def test_outputs_of_a_finished_run(tmp_path):
-    train_tiny(tmp_path)                                      # 4 short epochs
+    log = io.StringIO()                                       # a log file: not a terminal, 80 columns
+    train_tiny(tmp_path, Console(file=log, width=80))         # 4 short epochs
     out = tmp_path
+    # One unwrapped, timestamped line per message, however long (paths, the model config).
+    lines = log.getvalue().splitlines()
+    assert any(len(line) > 80 for line in lines) and any("loss" in line and "tok/s" in line for line in lines)
+    assert all(re.match(r"\[\d\d:\d\d:\d\d\] \S", line) for line in lines), lines
     ckpt = load_checkpoint(out / "final.pt")
     # A checkpoint records its config, tokenizer path and vocabulary.
     assert ckpt.run_config["model"]["d_model"] == 64

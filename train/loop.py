@@ -120,10 +120,10 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
             fields = dict(loss=window_loss / per_token, ppl=math.exp(min(window_nll / per_token, 50)),
                           lr=trainer.scheduler.get_last_lr()[0], tok_s=window_tokens * trainer.world / elapsed)
             progress.update(task, completed=bi, **fields)
-            if trainer.is_main and not trainer.console.is_terminal:
-                trainer.console.log(f"epoch {st.epoch + 1} batch {bi}/{len(batches)} step {st.step} "
-                                    f"loss {fields['loss']:.3f} ppl {fields['ppl']:.2f} lr {fields['lr']:.2e} "
-                                    f"{fields['tok_s']:.0f} tok/s")
+            if not trainer.console.is_terminal:     # the progress bar shows them on a terminal
+                trainer.log(f"epoch {st.epoch + 1} batch {bi}/{len(batches)} step {st.step} "
+                            f"loss {fields['loss']:.3f} ppl {fields['ppl']:.2f} lr {fields['lr']:.2e} "
+                            f"{fields['tok_s']:.0f} tok/s")
             trainer.append_metrics({"type": "train", "epoch": st.epoch + 1, "step": st.step, **fields})
             window_loss = window_nll = window_tokens = 0.0
             window_start = time.time()

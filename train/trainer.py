@@ -65,8 +65,14 @@ class Trainer:
 
     # ----- setup -------------------------------------------------------------------------------
     def log(self, message: str) -> None:
-        if self.is_main:
+        if not self.is_main:
+            return
+        if self.console.is_terminal:
             self.console.log(message)
+        else:
+            # A log file gets one unwrapped line per message: rich wraps at 80 columns off a terminal.
+            self.console.print(f"[{time.strftime('%H:%M:%S')}] {message}", soft_wrap=True, markup=False,
+                               highlight=False)
 
     def prepare(self, resume: bool, init_from: Path | None = None) -> None:
         """Load data, tokenizer and model. `resume` continues this run exactly from last.pt;
