@@ -1,6 +1,7 @@
 """`mt-bench`'s work: one checkpoint, several engines, the same sentences, figures side by side.
 
-Steps: read the test sets; choose the engines; build what they need into a work dir
+Steps: check the arguments, the output and work dirs and any given bundle or CT2 models, before
+any long work; read the test sets; choose the engines; build what they need into a work dir
 (`artifacts.py`: an ONNX bundle with an int8 variant, CTranslate2 fp32 and int8 models; reused
 while newer than the checkpoint); run each engine in fresh processes for latency, throughput,
 outputs and peak RSS, and time cold starts (`runner.py`); score BLEU and compute ratios against
@@ -13,22 +14,21 @@ Nothing here is part of the runtime: it imports torch (export, conversion) and c
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from mtkit.runtime.decode_options import DecodeOptions
 
-from .artifacts import ArtifactError, model_size, prepare
+from .artifacts import ArtifactError, check_given, model_size, prepare
 from .engines import CPU_ENGINES, ENGINES, GPU_ENGINES, EngineSpec
-from .machine import machine_info, machine_slug
+from .machine import CHECKOUT, machine_info, machine_slug
 from .runner import cold_start_command, cold_starts, run_rounds
 
 # In a checkout, results go next to the committed ones; an installed package writes under the current
 # directory instead of into site-packages.
-_CHECKOUT_RESULTS = Path(__file__).resolve().parent / "results"
-RESULTS_DIR = _CHECKOUT_RESULTS if (_CHECKOUT_RESULTS.parents[1] / "pyproject.toml").is_file() \
-    else Path("mt-bench-results")
+RESULTS_DIR = CHECKOUT / "benchmarks" / "results" if CHECKOUT else Path("mt-bench-results")
 SCHEMA_VERSION = 1
 
 # Test sets: name -> file prefix under the data dir; files are `{prefix}.{lang}.gz` (or plain text).
@@ -56,11 +56,11 @@ class BenchConfig:
     batch_size: int = 32
     cold_reps: int = 3
     engines: list[str] | None = None          # default: the CPU engines, plus the GPU ones with CUDA
-    bundle: Path | None = None                # reuse an exported bundle (must have an int8 variant for ort-int8)
+    bundle: Path | None = None                # reuse a bundle exported from `checkpoint`
     ct2_dir: Path | None = None               # reuse conversions: a dir with float32/ and int8/
     rebuild: bool = False
     timeout: float = 3600.0                   # seconds per engine process
-    machine_name: str | None = None
+    machine_name: str | None = None           # default: `machine_slug`; names the default out_dir
 
 
 # ----- data ---------------------------------------------------------------------------------------
@@ -103,9 +103,14 @@ def gpu_reasons() -> dict[str, str | None]:
     """Why each GPU engine cannot run here (None = it can)."""
     try:
         import ctranslate2
-        ct2_gpus = ctranslate2.get_cuda_device_count()
-    except Exception:  # a CPU-only build may raise instead of returning 0
-        ct2_gpus = 0
+    except ImportError:
+        ct2_missing = "ctranslate2 is not installed (the bench extra)"
+    else:
+        ct2_missing = None
+        try:
+            ct2_gpus = ctranslate2.get_cuda_device_count()
+        except Exception:  # a CPU-only build may raise instead of returning 0
+            ct2_gpus = 0
     import onnxruntime as ort
     import torch
 
@@ -114,7 +119,7 @@ def gpu_reasons() -> dict[str, str | None]:
         if spec.kind == "torch":
             reasons[spec.name] = None if torch.cuda.is_available() else "torch sees no CUDA device"
         elif spec.kind == "ct2":
-            reasons[spec.name] = None if ct2_gpus else "CTranslate2 sees no CUDA device"
+            reasons[spec.name] = ct2_missing or (None if ct2_gpus else "CTranslate2 sees no CUDA device")
         else:
             reasons[spec.name] = None if "CUDAExecutionProvider" in ort.get_available_providers() else \
                 "this onnxruntime has no CUDAExecutionProvider (the gpu extra installs onnxruntime-gpu)"
@@ -134,63 +139,104 @@ def select_engines(cfg: BenchConfig) -> tuple[list[EngineSpec], dict[str, str], 
 
 
 def check_config(cfg: BenchConfig) -> None:
-    """BenchError for unknown engines, counts below one, or a model that cannot translate into the target."""
+    """BenchError for no or unknown engines, no test sets, counts below one, or a model that does not
+    translate from the source into the target language."""
     from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 
+    if cfg.engines is not None and not cfg.engines:
+        raise BenchError(f"no engine given (known: {', '.join(ENGINES)})")
     unknown = [n for n in cfg.engines or [] if n not in ENGINES]
     if unknown:
         raise BenchError(f"unknown engine(s) {', '.join(unknown)} (known: {', '.join(ENGINES)})")
+    if not cfg.datasets:
+        raise BenchError(f"no test set given (known: {', '.join(DATASETS)})")
     for name, value in (("threads", cfg.threads), ("reps", cfg.reps), ("beam_size", cfg.beam_size),
                         ("batch_size", cfg.batch_size)):
         if value < 1:
             raise BenchError(f"{name} must be at least 1, not {value}")
     try:
-        tags = load_checkpoint(cfg.checkpoint).language_tags
+        ckpt = load_checkpoint(cfg.checkpoint)
     except CheckpointError as e:
         raise BenchError(str(e)) from None
+    tags = ckpt.language_tags
     if cfg.tgt_lang not in tags:
         raise BenchError(f"{cfg.checkpoint}: the model cannot translate into {cfg.tgt_lang!r} "
                          f"(its target languages: {', '.join(tags)})")
+    # As the runtime's Translator: the trained directions, or else any two different languages.
+    directions = [tuple(d) for d in ckpt.directions] or [(a, b) for a in tags for b in tags if a != b]
+    if (cfg.src_lang, cfg.tgt_lang) not in directions:
+        raise BenchError(f"{cfg.checkpoint}: the model does not translate {cfg.src_lang} -> {cfg.tgt_lang} "
+                         f"(its directions: {', '.join(f'{a} -> {b}' for a, b in directions)})")
+
+
+def check_directory(path: Path, option: str) -> None:
+    """BenchError now, not after the run, unless `path` is or can be made a directory to write in."""
+    from mtkit.runtime.text_io import blocking_file
+
+    if path.exists() and not path.is_dir():
+        raise BenchError(f"{option} {path}: not a directory")
+    if (blocker := blocking_file(path)) is not None:
+        raise BenchError(f"{option} {path}: {blocker} is not a directory")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise BenchError(f"{option} {path}: {existing} is not writable")
 
 
 def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
     """Run everything; write results.json/.md/.png; return the results and the output directory."""
+    from mtkit.runtime.checksums import file_sha256
     from mtkit.runtime.data_dir import default_data_dir
 
     from . import report
 
     cfg.checkpoint = Path(cfg.checkpoint)
     check_config(cfg)
-    data_dir = Path(cfg.data_dir) if cfg.data_dir else default_data_dir()       # None: load_dataset says what to do
-    datasets = [load_dataset(data_dir, name, cfg.src_lang, cfg.tgt_lang, cfg.limit) for name in cfg.datasets]
-
     machine = machine_info()
-    out_dir = Path(cfg.out_dir) if cfg.out_dir else RESULTS_DIR / (cfg.machine_name or machine_slug(machine))
+    machine["name"] = cfg.machine_name or machine_slug(machine)
+    out_dir = Path(cfg.out_dir) if cfg.out_dir else RESULTS_DIR / machine["name"]
     work = Path(cfg.work_dir) if cfg.work_dir else default_work_dir(cfg.checkpoint)
-    work.mkdir(parents=True, exist_ok=True)
-
+    check_directory(out_dir, "-o")
+    check_directory(work, "--work-dir")
     chosen, skip, gpu = select_engines(cfg)
+    checkpoint_sha256 = file_sha256(cfg.checkpoint)
     try:
-        artifacts, more_skips = prepare(cfg, [e for e in chosen if e.name not in skip], work, log)
+        check_given(cfg, [e for e in chosen if e.name not in skip], checkpoint_sha256)
     except ArtifactError as e:
         raise BenchError(str(e)) from None
+    if cfg.rebuild and (given := [o for o, v in (("--bundle", cfg.bundle), ("--ct2-dir", cfg.ct2_dir)) if v]):
+        log(f"note: --rebuild does not rebuild what {' and '.join(given)} gives: it is used as it is")
+    if len(skip) == len(chosen):
+        raise BenchError("nothing to measure: " + "; ".join(f"{n}: {why}" for n, why in skip.items()))
+    data_dir = Path(cfg.data_dir) if cfg.data_dir else default_data_dir()       # None: load_dataset says what to do
+    datasets = [load_dataset(data_dir, name, cfg.src_lang, cfg.tgt_lang, cfg.limit) for name in cfg.datasets]
+    work.mkdir(parents=True, exist_ok=True)
+
+    artifacts, more_skips, failed = prepare(cfg, [e for e in chosen if e.name not in skip], datasets, work, log)
     skip.update(more_skips)
     for spec in chosen:
         if spec.name in skip:
             log(f"{spec.name}: skipped ({skip[spec.name]})")
-    measured = run_rounds([s for s in chosen if s.name not in skip], artifacts, datasets, cfg, work, log)
+        elif spec.name in failed:
+            log(f"{spec.name}: failed ({failed[spec.name]['error']})")
+    runnable = [s for s in chosen if s.name not in skip and s.name not in failed]
+    measured = run_rounds(runnable, artifacts, datasets, cfg, work, log) | failed
     engines, outputs = {}, {}
     for spec in chosen:
         engines[spec.name] = engine_entry(spec, skip.get(spec.name), measured.get(spec.name), artifacts, datasets)
         if engines[spec.name]["status"] == "ok":
             outputs[spec.name] = save_outputs(spec, measured[spec.name], datasets, work / "outputs")
+    if not outputs:      # empty tables would only overwrite earlier results
+        raise BenchError("no engine was measured, so no results were written: " +
+                         "; ".join(f"{n}: {e['status']} ({e['note']})" for n, e in engines.items()))
     measure_cold_starts(chosen, engines, artifacts, cfg, datasets[0]["sources"][0], log)
     report.add_ratios(engines, outputs)
 
     results = {
         "schema_version": SCHEMA_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "checkpoint": str(cfg.checkpoint),
+        "checkpoint": str(cfg.checkpoint),             # as given; the hash says which weights
+        "checkpoint_sha256": checkpoint_sha256,
+        "artifacts": {k: v for k, v in artifacts.items() if k != "checkpoint"},
         "work_dir": str(work),
         "machine": machine,
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
@@ -250,6 +296,7 @@ def measure_cold_starts(chosen: list[EngineSpec], engines: dict, artifacts: dict
         else:
             engines[spec.name]["cold_start"] = {"note": "not measured for the PyTorch reference"}
     if commands:
-        log(f"cold starts: {len(commands)} engines x {cfg.cold_reps} fresh processes, in rounds")
+        log(f"cold starts: {len(commands)} engine{'s' * (len(commands) != 1)} x {cfg.cold_reps} fresh "
+            f"process{'es' * (cfg.cold_reps != 1)}, in rounds")
         for name, result in cold_starts(commands, cfg).items():
             engines[name]["cold_start"] = result

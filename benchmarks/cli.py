@@ -1,7 +1,7 @@
 """`mt-bench`: one checkpoint through PyTorch, ONNX Runtime and CTranslate2, speed side by side.
 
 Needs the `train` and `bench` extras (torch, ctranslate2) and onnxruntime; `--help` and `--version`
-work without them. Exit status: 0 done, 1 error (or an engine failed), 2 usage, 130 interrupted.
+work without them. Exit statuses: EPILOG below.
 """
 
 from __future__ import annotations
@@ -17,20 +17,22 @@ from mtkit.runtime.decode_options import DecodeOptions
 from .bench import DATASETS, BenchConfig, BenchError, run_benchmark
 from .engines import ENGINES
 
-EPILOG = "Exit status: 0 done, 1 error or an engine failed, 2 usage, 130 interrupted."
+EPILOG = ("Exit status: 0 done, 1 error, an engine failed or none was measured, 2 usage, 130 interrupted, "
+          "143 terminated.")
 # What each kind of engine imports (all of them need torch: mt-bench exports the checkpoint itself).
 MODULES = {"torch": "torch", "ort": "onnxruntime", "ct2": "ctranslate2"}
 
 
 def _names(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+    """Comma-separated names, each once."""
+    return list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
 
 
 @command("mt-bench", epilog=EPILOG)
 @click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
-              help="Results directory (default: benchmarks/results/<machine>/ in a checkout, else "
-                   "./mt-bench-results/<machine>/).")
+              help="Results directory (default: benchmarks/results/<machine>/ in a checkout, where results "
+                   "are committed, else ./mt-bench-results/<machine>/).")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=None,
               help="Where the bundle, CT2 models, outputs and worker files go (default: bench/<checkpoint-stem>-<hash> "
                    "in mtkit's cache, ~/.cache/mtkit; reused while newer than the checkpoint).")
@@ -56,30 +58,35 @@ def _names(value: str) -> list[str]:
 @click.option("--engines", default=None,
               help=f"Comma-separated engines (default: all; GPU ones skip without CUDA): {', '.join(ENGINES)}.")
 @click.option("--bundle", type=click.Path(path_type=Path), default=None,
-              help="Use this exported bundle instead of exporting one.")
+              help="Use this bundle, exported from CHECKPOINT, instead of exporting one.")
 @click.option("--ct2-dir", type=click.Path(path_type=Path), default=None,
               help="Use these CT2 conversions (a directory with float32/ and int8/) instead of converting.")
-@click.option("--rebuild", is_flag=True, help="Export and convert again even if the work dir has fresh ones.")
+@click.option("--rebuild", is_flag=True,
+              help="Export and convert again even if the work dir has fresh ones (not what --bundle or "
+                   "--ct2-dir gives).")
 @click.option("--timeout", type=click.FloatRange(1), default=3600, show_default=True,
               help="Seconds allowed per engine process.")
-@click.option("--machine-name", default=None, help="Name of the results subdirectory (default: from the CPU).")
+@click.option("--machine-name", default=None,
+              help="The machine's name in the results, and of the default results subdirectory "
+                   "(default: from the CPU).")
 def main(checkpoint, out_dir, work_dir, data_dir, datasets, src_lang, tgt_lang, limit, threads, reps, warmup,
          beam_size, batch_size, cold_reps, engines, bundle, ct2_dir, rebuild, timeout, machine_name):
     """Benchmark CHECKPOINT (a .pt from mt-train) on every engine, with the same sentences and settings;
     write results.json, results.md and results.png."""
-    names = _names(engines) if engines else list(ENGINES)
-    require("torch", *sorted({MODULES[ENGINES[n].kind] for n in names if n in ENGINES}))
+    names = _names(engines) if engines is not None else None          # [] (--engines ,) is an error
+    require("torch", *sorted({MODULES[ENGINES[n].kind] for n in (ENGINES if names is None else names)
+                                if n in ENGINES}))
     cfg = BenchConfig(checkpoint=checkpoint, out_dir=out_dir, work_dir=work_dir, data_dir=data_dir,
                       datasets=_names(datasets), src_lang=src_lang, tgt_lang=tgt_lang, limit=limit,
                       threads=threads, reps=reps, warmup=warmup, beam_size=beam_size, batch_size=batch_size,
-                      cold_reps=cold_reps, engines=_names(engines) if engines else None, bundle=bundle,
+                      cold_reps=cold_reps, engines=names, bundle=bundle,
                       ct2_dir=ct2_dir, rebuild=rebuild, timeout=timeout, machine_name=machine_name)
     try:
         results, out = run_benchmark(cfg, log=lambda message: click.echo(message, err=True))
     except BenchError as e:
         raise CommandError(str(e)) from None
     failed = [n for n, e in results["engines"].items() if e["status"] == "failed"]
-    click.echo(f"results: {out}/results.md (.json, .png)")
+    click.echo(f"results: {out}/results.md (.json, .png); outputs: {results['work_dir']}/outputs/")
     if failed:
         raise CommandError(f"engine(s) failed: {', '.join(failed)} (see {out}/results.md)")
 

@@ -138,10 +138,12 @@ def pieces(tokenizer_path: Path) -> list[str]:
     return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
 
 
-def convert(ckpt, output_dir: Path, quantization: str | None = None, use_our_positions: bool = True) -> Path:
+def convert(ckpt, output_dir: Path, quantization: str | None = None, use_our_positions: bool = True,
+            checkpoint_sha256: str | None = None) -> Path:
     """Write a CTranslate2 model directory for a loaded `Checkpoint`, replacing any previous one.
     `quantization` is CT2's weight type ("int8", "float32", ...; None keeps fp32). An int8 model
-    can also be had from an fp32 directory at load time with compute_type="int8"."""
+    can also be had from an fp32 directory at load time with compute_type="int8".
+    `checkpoint_sha256`, the source file's, is recorded so that mt-bench can tell its conversions apart."""
     output_dir = Path(output_dir)
     work = output_dir.with_name(output_dir.name + ".tmp")
     shutil.rmtree(work, ignore_errors=True)
@@ -152,7 +154,8 @@ def convert(ckpt, output_dir: Path, quantization: str | None = None, use_our_pos
         info = work / "info.json"
         info.write_text(json.dumps({"max_positions": ckpt.model_config.max_positions,
                                     "language_tags": dict(ckpt.language_tags),
-                                    "quantization": quantization or "float32"}, indent=2) + "\n", encoding="utf-8")
+                                    "quantization": quantization or "float32",
+                                    "checkpoint_sha256": checkpoint_sha256}, indent=2) + "\n", encoding="utf-8")
         converted = work / "model"
         MtkitConverter(ckpt, tokenizer, info, use_our_positions).convert(str(converted), quantization=quantization,
                                                                          force=True)
@@ -165,9 +168,11 @@ def convert(ckpt, output_dir: Path, quantization: str | None = None, use_our_pos
 
 def convert_checkpoint(checkpoint_path: Path, output_dir: Path, quantization: str | None = None) -> Path:
     """`convert` for an mtkit checkpoint file (.pt)."""
+    from mtkit.runtime.checksums import file_sha256
     from mtkit.train.checkpoint import load_checkpoint   # torch: conversion only
 
-    return convert(load_checkpoint(checkpoint_path), output_dir, quantization)
+    return convert(load_checkpoint(checkpoint_path), output_dir, quantization,
+                   checkpoint_sha256=file_sha256(checkpoint_path))
 
 
 def main(argv: list[str] | None = None) -> None:

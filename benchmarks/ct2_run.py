@@ -17,7 +17,7 @@ from mtkit.runtime.search import DecodeOptions
 from mtkit.runtime.vocab import EOS_PIECE, language_tag
 
 TOKENIZER_FILE = "tokenizer.model"     # copied next to model.bin so a CT2 dir is self-contained
-INFO_FILE = "mtkit.json"               # max_positions and language tags of the source checkpoint
+INFO_FILE = "mtkit.json"               # max_positions, language tags and sha256 of the source checkpoint
 
 
 def read_info(directory: Path) -> dict:

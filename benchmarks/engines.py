@@ -67,11 +67,10 @@ class RuntimeEngine:
 
     translator = None
 
-    def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
-        # As CT2 is run: the source language given (no detection) and the same decode options.
-        source = next(lang for lang in self.translator.source_languages if lang != to)
+    def translate(self, texts: list[str], src: str, to: str, beam_size: int) -> list[tuple[str, int]]:
+        # The test set's source language (no detection) and the same decode options as CT2.
         options = decode_options(beam_size, self.translator.config.max_positions)
-        out = self.translator.translate(texts, to, options, from_lang=source, split_sentences=False)
+        out = self.translator.translate(texts, to, options, from_lang=src, split_sentences=False)
         return [(t.text, t.num_tokens) for t in out]
 
 
@@ -136,7 +135,8 @@ class Ct2Engine:
         self.translator = ctranslate2.Translator(str(directory), device=spec.device, compute_type=compute_type,
                                                  inter_threads=1, intra_threads=threads)
 
-    def translate(self, texts: list[str], to: str, beam_size: int) -> list[tuple[str, int]]:
+    def translate(self, texts: list[str], src: str, to: str, beam_size: int) -> list[tuple[str, int]]:
+        """`src` is not used: the model's input names only the target language (`source_tokens`)."""
         from .ct2_run import source_tokens, translate_options
 
         sources = [source_tokens(self.sp, t, to, self.max_positions) for t in texts]

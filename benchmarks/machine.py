@@ -1,13 +1,18 @@
-"""The machine a benchmark ran on: CPU model and cores, memory, platform and library versions."""
+"""The machine a benchmark ran on: CPU model and cores, memory, platform, library versions and
+mtkit's git commit. No hostname: results are committed publicly."""
 
 from __future__ import annotations
 
 import os
 import platform
 import re
-import socket
+import subprocess
 from importlib import metadata
 from pathlib import Path
+
+# The source checkout this code runs from (beside pyproject.toml), None when installed as a package.
+CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = CHECKOUT if (CHECKOUT / "pyproject.toml").is_file() else None
 
 
 def _cpuinfo() -> tuple[str, int]:
@@ -36,6 +41,19 @@ def _version(package: str) -> str | None:
         return None
 
 
+def git_commit() -> str | None:
+    """The checkout's commit, with "-dirty" when tracked files differ from it; None outside a git checkout."""
+    if CHECKOUT is None or not (CHECKOUT / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(CHECKOUT), "diff", "--quiet", "HEAD"]).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
 def machine_info() -> dict:
     model, physical = _cpuinfo()
     mem_gib = None
@@ -52,10 +70,10 @@ def machine_info() -> dict:
         "available_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "memory_gib": mem_gib,
         "platform": platform.platform(),
-        "hostname": socket.gethostname(),
         "python": platform.python_version(),
         "versions": {p: _version(p) for p in ("onnxruntime", "onnxruntime-gpu", "ctranslate2", "torch", "numpy",
                                               "sentencepiece", "sacrebleu", "mtkit")},
+        "mtkit_commit": git_commit(),
     }
 
 

@@ -72,22 +72,34 @@ def _f(value, digits: int = 1, suffix: str = "") -> str:
     return "–" if value is None else f"{value:,.{digits}f}{suffix}"
 
 
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
 def markdown(results: dict) -> str:
     m, s = results["machine"], results["settings"]
-    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v and k != "mtkit")
+    versions = ", ".join(f"{k} {v}" + (f" (git {m['mtkit_commit']})" if k == "mtkit" and m.get("mtkit_commit") else "")
+                         for k, v in m["versions"].items() if v)
+    # The worker warms up on the first sentences of each test set: never more than the set has.
+    warm = [min(s["warmup"], d["sentences"]) for d in results["datasets"].values()]
+    warmups = " / ".join(dict.fromkeys(map(str, warm)))
+    warmups += " warm-up translation" if max(warm) == 1 else " warm-up translations"
     lines = [
         f"# mt-bench: `{Path(results['checkpoint']).name}`",
         "",
-        f"- **Machine:** {m['cpu']}, {m['physical_cores']} physical cores / {m['logical_cpus']} logical CPUs "
-        f"({m['available_cpus']} available), {m['memory_gib']} GiB RAM; {m['platform']}; Python {m['python']}",
+        f"- **Machine:** `{m.get('name', '?')}`: {m['cpu']}, {m['physical_cores']} physical cores / {m['logical_cpus']} "
+        f"logical CPUs ({m['available_cpus']} available), {m['memory_gib']} GiB RAM; {m['platform']}; "
+        f"Python {m['python']}",
         f"- **Versions:** {versions}",
         f"- **Settings:** threads per engine: {s['threads']}; {s['src_lang']}→{s['tgt_lang']}; latency = greedy, "
         f"batch 1, per sentence; throughput = beam {s['beam_size']}, requests of {s['batch_size']} sentences, "
-        f"target tokens/s; medians of {s['reps']} rounds, each engine a fresh process per round (engines take "
-        f"turns), {s['warmup']} warm-up translations each; "
-        f"cold start = median of {s['cold_reps']} fresh processes translating one sentence (beam {s['beam_size']}), "
-        "run in rounds across engines after one untimed round (warm file cache and optimized-graph cache)",
+        f"target tokens/s; medians of {_n(s['reps'], 'round', 'rounds')}, each engine a fresh process per round "
+        f"(engines take turns), {warmups} each; "
+        f"cold start = median of {_n(s['cold_reps'], 'fresh process', 'fresh processes')} translating one sentence "
+        f"(beam {s['beam_size']}), run in rounds across engines after one untimed round (warm file cache and "
+        "optimized-graph cache)",
         f"- **Date:** {results['created']}",
+        f"- **Outputs:** each engine's greedy and beam translations, in `{Path(results['work_dir']) / 'outputs'}/`",
         "",
         "Ratios are against the CTranslate2 engine of the same device and precision, measured in the same run: "
         "latency ×CT2 below 1 and throughput ×CT2 above 1 mean faster than CTranslate2. "

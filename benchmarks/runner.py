@@ -109,9 +109,10 @@ def cold_starts(commands: dict[str, list[str]], cfg: BenchConfig) -> dict[str, d
                 continue
             start = time.perf_counter()
             try:
-                proc = subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, text=True, timeout=600)
+                proc = subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, text=True,
+                                      timeout=cfg.timeout)
             except subprocess.TimeoutExpired:
-                results[name] = {"error": "took over 600 s"}
+                results[name] = {"error": f"took over {cfg.timeout:.0f} s (--timeout)"}
                 continue
             seconds = time.perf_counter() - start
             if proc.returncode != 0:

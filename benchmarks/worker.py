@@ -20,27 +20,28 @@ def chunks(items: list, size: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def measure_latency(engine, sources: list[str], to: str, reps: int, warmup: int) -> tuple[list[float], list[str]]:
+def measure_latency(engine, sources: list[str], src: str, to: str, reps: int,
+                    warmup: int) -> tuple[list[float], list[str]]:
     """Batch 1, greedy: seconds per sentence over all repetitions, and the outputs."""
     for text in sources[:warmup]:
-        engine.translate([text], to, 1)
+        engine.translate([text], src, to, 1)
     seconds, outputs = [], []
     for _ in range(reps):
         outputs = []
         for text in sources:
             start = time.perf_counter()
-            (out, _), = engine.translate([text], to, 1)
+            (out, _), = engine.translate([text], src, to, 1)
             seconds.append(time.perf_counter() - start)
             outputs.append(out)
     return seconds, outputs
 
 
-def measure_throughput(engine, sources: list[str], to: str, reps: int, warmup: int, beam_size: int,
+def measure_throughput(engine, sources: list[str], src: str, to: str, reps: int, warmup: int, beam_size: int,
                        batch_size: int) -> tuple[list[dict], list[str]]:
     """Beam search over the whole set in requests of `batch_size`: one record per repetition."""
     batches = chunks(sources, batch_size)
     if warmup and batches:
-        engine.translate(batches[0], to, beam_size)     # one request: thread pools, allocator, caches
+        engine.translate(batches[0], src, to, beam_size)     # one request: thread pools, allocator, caches
     runs, outputs = [], []
     for _ in range(reps):
         outputs, tokens = [], 0
@@ -48,7 +49,7 @@ def measure_throughput(engine, sources: list[str], to: str, reps: int, warmup: i
             engine.graph_seconds = 0.0
         start = time.perf_counter()
         for batch in batches:
-            for text, n in engine.translate(batch, to, beam_size):
+            for text, n in engine.translate(batch, src, to, beam_size):
                 outputs.append(text)
                 tokens += n
         seconds = time.perf_counter() - start
@@ -90,9 +91,9 @@ def run(job: dict) -> dict:
     result = {"engine": job["engine"], "load_s": time.perf_counter() - start, "loaded_rss_kb": status_kb("VmRSS"),
               "impl": getattr(engine, "impl", ""), "datasets": {}}
     for ds in job["datasets"]:
-        sources, to = ds["sources"], ds["tgt_lang"]
-        latency, greedy = measure_latency(engine, sources, to, job["reps"], job["warmup"])
-        runs, beam = measure_throughput(engine, sources, to, job["reps"], job["warmup"], job["beam_size"],
+        sources, src, to = ds["sources"], ds["src_lang"], ds["tgt_lang"]
+        latency, greedy = measure_latency(engine, sources, src, to, job["reps"], job["warmup"])
+        runs, beam = measure_throughput(engine, sources, src, to, job["reps"], job["warmup"], job["beam_size"],
                                         job["batch_size"])
         result["datasets"][ds["name"]] = {"latency_s": latency, "throughput_runs": runs,
                                           "greedy_outputs": greedy, "beam_outputs": beam}

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +15,13 @@ pytest.importorskip("ctranslate2")
 pytest.importorskip("torch")
 
 from conftest import PAIRS  # noqa: E402
+from mtkit.runtime.checksums import file_sha256  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "models" / "de-en"        # a bundle and the checkpoint it was exported from
+# The fixture pairs as `bench.load_dataset` returns a test set.
+TEST_SETS = [{"name": "tatoeba-dev", "src_lang": "de", "tgt_lang": "en", "sources": [de for de, _ in PAIRS],
+              "refs": [en for _, en in PAIRS]}]
 # Every CPU engine but torch-nocache (the `torch` engine with its cache off: the same code, and the
 # slowest), plus two GPU engines that must be skipped cleanly where there is no CUDA.
 CPU_ENGINES = ["torch", "ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]
@@ -43,12 +51,23 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
     proc = mt_bench(str(fixture_checkpoint), "--bundle", str(fixture_bundle), "--data-dir", str(data_dir),
                     "--datasets", "tatoeba-dev", "--limit", "3", "--reps", "2", "--warmup", "1", "--cold-reps", "1",
                     "--threads", "1", "--engines", ",".join(CPU_ENGINES + GPU_ENGINES),
-                    "-o", str(out), "--work-dir", str(work))
+                    "-o", str(out), "--work-dir", str(work), "--machine-name", "test-box")
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == f"results: {out}/results.md (.json, .png); outputs: {work}/outputs/\n"
 
     results = json.loads((out / "results.json").read_text())
     assert {"schema_version", "created", "checkpoint", "machine", "settings", "datasets", "gpu", "engines"} <= set(results)
     assert results["machine"]["cpu"] and results["machine"]["versions"]["ctranslate2"]
+    # What was measured: the checkpoint as given and its hash, the bundle and CT2 models used, the machine's
+    # name (-o given or not) and mtkit's version and commit; no hostname (results are committed publicly).
+    assert results["checkpoint"] == str(fixture_checkpoint)
+    assert results["checkpoint_sha256"] == file_sha256(fixture_checkpoint)
+    assert results["artifacts"] == {"bundle": str(fixture_bundle), "ct2_fp32": str(work / "ct2" / "float32"),
+                                    "ct2_int8": str(work / "ct2" / "int8")}
+    machine = results["machine"]
+    assert machine["name"] == "test-box" and "hostname" not in machine and machine["versions"]["mtkit"]
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert machine["mtkit_commit"] is None if not head else machine["mtkit_commit"].startswith(head.strip())
     assert results["datasets"] == {"tatoeba-dev": {"path": str(data_dir / "tatoeba" / "dev"), "sentences": 3}}
     engines = results["engines"]
     for name in CPU_ENGINES:
@@ -84,6 +103,8 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
 
     md = (out / "results.md").read_text()
     assert "| engine | latency p50 ms |" in md and "## GPU" in md and "## Where our beam time goes" in md
+    assert "`test-box`" in md and f"mtkit {machine['versions']['mtkit']}" in md and f"`{work / 'outputs'}/`" in md
+    assert "medians of 2 rounds," in md and "1 warm-up translation each" in md and "median of 1 fresh process " in md
     for name in CPU_ENGINES:
         assert f"(`{name}`) | " in md
     png = (out / "results.png").read_bytes()
@@ -139,20 +160,166 @@ def test_the_default_work_dir_is_never_beside_the_checkpoint(tmp_path, monkeypat
     assert work != default_work_dir(tmp_path / "other" / "checkpoint.fp16.pt")
 
 
-def test_cached_bundle_is_reused_only_from_the_same_export_code(fixture_checkpoint, tmp_path):
+def test_cached_bundle_is_reused_only_from_the_same_export_code(fixture_checkpoint, tmp_path, monkeypatch):
     """The work dir's bundle is newer than the checkpoint either way; exported by other code (an older
-    mtkit, an edited graph) it would measure other graphs, so it is exported again."""
-    from types import SimpleNamespace
-
+    mtkit, an edited graph) it would measure other graphs, so it is exported again. The export checks
+    parity on the test sets' sentences: it needs no dev set of the training run (none here), which
+    mt-export would ask for with --parity-data, an option mt-bench does not have."""
+    monkeypatch.setenv("MT_DATA_DIR", str(tmp_path / "no-data"))
     from mtkit.benchmarks.artifacts import _bundle, exporter_fingerprint
 
-    cfg = SimpleNamespace(bundle=None, rebuild=False, checkpoint=Path(fixture_checkpoint))
+    cfg = SimpleNamespace(bundle=None, rebuild=False, checkpoint=Path(fixture_checkpoint), tgt_lang="en")
     path, logged = tmp_path / "bundle", []
-    _bundle(cfg, path, False, logged.append)
+    _bundle(cfg, path, False, TEST_SETS, logged.append)
     marker = tmp_path / "bundle.exporter"
     assert marker.read_text() == exporter_fingerprint() and len(logged) == 1
-    _bundle(cfg, path, False, logged.append)
+    _bundle(cfg, path, False, TEST_SETS, logged.append)
     assert len(logged) == 1                                  # reused
     marker.write_text("other code")
-    _bundle(cfg, path, False, logged.append)
+    _bundle(cfg, path, False, TEST_SETS, logged.append)
     assert len(logged) == 2 and marker.read_text() == exporter_fingerprint()
+
+
+def test_bench_export_failure_fails_the_ort_engines(fixture_checkpoint, tmp_path):
+    """An export that fails is a failed engine (exit status 1), not a skipped one (exit status 0)."""
+    from mtkit.benchmarks.artifacts import prepare
+    from mtkit.benchmarks.engines import ENGINES
+
+    (tmp_path / "bundle").mkdir()
+    (tmp_path / "bundle" / "notes.txt").write_text("not a bundle: the export never replaces it")
+    cfg = SimpleNamespace(bundle=None, ct2_dir=None, rebuild=False, checkpoint=Path(fixture_checkpoint), tgt_lang="en")
+    artifacts, skip, failed = prepare(cfg, [ENGINES["ort-int8"]], TEST_SETS, tmp_path, print)
+    assert not skip and list(failed) == ["ort-int8"] and "ExportError" in failed["ort-int8"]["error"]
+
+
+def one_line_error(result, message: str) -> None:
+    """Exit status 1, `message` in mt-bench's one error line, no traceback."""
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert message in result.output and "Traceback" not in result.output, result.output
+
+
+@pytest.mark.parametrize("option", ["-o", "--work-dir"])
+@pytest.mark.parametrize("under", [False, True])
+def test_output_paths_are_checked_before_any_work(fixture_checkpoint, tmp_path, option, under):
+    """A file where a directory must go is refused up front (the results were lost at the very end)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("mine")
+    path = blocker / "sub" if under else blocker
+    # An empty data dir: an argument checked after the test sets are read would not be reached.
+    other = {"-o": "--work-dir", "--work-dir": "-o"}[option]
+    result = run_cli(str(fixture_checkpoint), "--data-dir", str(tmp_path), option, str(path),
+                     other, str(tmp_path / "other"))
+    one_line_error(result, f"{option} {path}: {blocker} is not a directory" if under else
+                   f"{option} {path}: not a directory")
+    assert blocker.read_text() == "mine" and not (tmp_path / "other").exists()
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--datasets", ",", "no test set given (known: tatoeba-dev, newstest2013)"),
+    ("--engines", ",,", "no engine given (known: torch-nocache, "),
+    ("--from", "de", "the model does not translate de -> de (its directions: de -> en, en -> de)"),
+])
+def test_empty_lists_and_unknown_directions_are_errors(fixture_checkpoint, tmp_path, option, value, message):
+    args = ["--to", "de"] if option == "--from" else []
+    result = run_cli(str(fixture_checkpoint), "--data-dir", str(tmp_path), option, value, *args,
+                     "-o", str(tmp_path / "out"))
+    one_line_error(result, message)
+
+
+def test_given_bundle_must_be_a_bundle_of_this_checkpoint(fixture_checkpoint, fixture_bundle, tmp_path):
+    """An unusable or foreign --bundle is refused up front: it was skipped (exit 0) or, from another
+    model, compared two models as one."""
+    def run(checkpoint, *args):
+        return run_cli(str(checkpoint), "--data-dir", str(tmp_path), "-o", str(tmp_path / "out"),
+                       "--work-dir", str(tmp_path / "work"), *args)
+
+    one_line_error(run(fixture_checkpoint, "--bundle", str(tmp_path)), "--bundle: ")
+    one_line_error(run(fixture_checkpoint, "--bundle", str(SHIPPED)),
+                   f"--bundle {SHIPPED}: not exported from {fixture_checkpoint}")
+    # The shipped model's bundle was exported from its own checkpoint: accepted (the next error is
+    # the missing test set), but it has no fp32 graphs for an ort-fp32 asked for by name.
+    shipped = SHIPPED / "checkpoint.fp16.pt"
+    one_line_error(run(shipped, "--bundle", str(SHIPPED)), "test set 'tatoeba-dev'")
+    one_line_error(run(shipped, "--bundle", str(SHIPPED), "--engines", "ort-fp32,ort-int8"),
+                   "no variant for ort-fp32 (fp32); it has int8")
+    one_line_error(run(fixture_checkpoint, "--ct2-dir", str(tmp_path)), "no CTranslate2 model")
+    # CT2 conversions record their checkpoint's sha256 as well: another checkpoint's are refused.
+    from mtkit.benchmarks.artifacts import CT2_QUANTIZATIONS
+    from mtkit.benchmarks.ct2_convert import convert_checkpoint
+
+    for quantization in CT2_QUANTIZATIONS.values():
+        convert_checkpoint(fixture_checkpoint, tmp_path / "ct2" / quantization, quantization)
+    one_line_error(run(shipped, "--ct2-dir", str(tmp_path / "ct2")),
+                   f"--ct2-dir {tmp_path / 'ct2' / 'float32'}: not converted from {shipped}")
+    one_line_error(run(fixture_checkpoint, "--ct2-dir", str(tmp_path / "ct2")), "test set 'tatoeba-dev'")
+    result = run(fixture_checkpoint, "--bundle", str(fixture_bundle), "--rebuild")
+    one_line_error(result, "test set 'tatoeba-dev'")
+    assert "note: --rebuild does not rebuild what --bundle gives" in result.output
+
+
+def test_a_run_that_measures_nothing_writes_nothing(fixture_checkpoint, data_dir, tmp_path):
+    """GPU engines alone on a machine without CUDA: an error before any work, and earlier results
+    at -o stay as they are (empty tables used to replace them, with exit status 0)."""
+    from mtkit.benchmarks.bench import gpu_reasons
+
+    if gpu_reasons()["torch-cuda"] is None:
+        pytest.skip("torch sees a CUDA device")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.md").write_text("earlier results")
+    result = run_cli(str(fixture_checkpoint), "--data-dir", str(data_dir), "--datasets", "tatoeba-dev",
+                     "--engines", "torch-cuda", "-o", str(out), "--work-dir", str(tmp_path / "work"))
+    one_line_error(result, "nothing to measure: torch-cuda: torch sees no CUDA device")
+    assert [p.name for p in out.iterdir()] == ["results.md"] and (out / "results.md").read_text() == "earlier results"
+    assert not (tmp_path / "work").exists()
+
+
+def test_small_run_reports_what_ran(fixture_checkpoint, data_dir, tmp_path):
+    """An engine named twice runs once per round; the report counts one round and the warm-up
+    sentences the test set has (2, not --warmup 3)."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    proc = mt_bench(str(fixture_checkpoint), "--data-dir", str(data_dir), "--datasets", "tatoeba-dev",
+                    "--limit", "2", "--reps", "1", "--warmup", "3", "--cold-reps", "1", "--threads", "1",
+                    "--engines", "ct2-int8,ct2-int8", "-o", str(out), "--work-dir", str(work))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["engines"]) == ["ct2-int8"]
+    assert results["engines"]["ct2-int8"]["datasets"]["tatoeba-dev"]["latency_ms"]["samples"] == 2
+    md = (out / "results.md").read_text()
+    assert "medians of 1 round," in md and "2 warm-up translations each" in md
+
+
+def test_engines_translate_from_the_given_source_language(fixture_bundle, fixture_checkpoint):
+    """Our runtime and PyTorch are told the test set's source language (they used to pick the
+    model's first other language, whatever --from said)."""
+    from mtkit.benchmarks.engines import load
+    from mtkit.runtime.errors import TranslationError
+
+    (de, en), = PAIRS[:1]
+    artifacts = {"bundle": str(fixture_bundle), "checkpoint": str(fixture_checkpoint)}
+    for name in ("ort-fp32", "torch"):
+        engine = load(name, artifacts, 1)
+        assert engine.translate([de], "de", "en", 1)[0][0] == en, name
+        with pytest.raises(TranslationError, match="does not translate en -> en"):
+            engine.translate([de], "en", "en", 1)
+
+
+def test_cold_start_timeout_is_timeout(tmp_path):
+    from mtkit.benchmarks.runner import cold_starts
+
+    cfg = SimpleNamespace(cold_reps=1, threads=1, timeout=1)
+    result = cold_starts({"slow": [sys.executable, "-c", "import time; time.sleep(5)"]}, cfg)
+    assert result == {"slow": {"error": "took over 1 s (--timeout)"}}
+
+
+def test_gpu_note_says_when_ctranslate2_is_not_installed(monkeypatch):
+    from mtkit.benchmarks.bench import gpu_reasons
+
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)        # what `import` sees without the package
+    reasons = gpu_reasons()
+    assert reasons["ct2-cuda-fp16"] == reasons["ct2-cuda-fp32"] == "ctranslate2 is not installed (the bench extra)"
+
+
+def test_help_names_every_exit_status():
+    result = run_cli("--help")
+    assert result.exit_code == 0 and "143 terminated" in result.output
