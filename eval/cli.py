@@ -64,7 +64,7 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
 
 @command(PROG, epilog=EPILOG)
 @model_options
-@click.option("-s", "--source-file", metavar="FILE", help="Source sentences, one per line (.gz allowed).")
+@click.option("-s", "--source-file", metavar="FILE", help="Source sentences, one per line (.gz allowed; its suffix, e.g. test.de, gives --from).")
 @click.option("-r", "--ref-file", metavar="FILE",
               help="Reference translations, aligned with --source-file (its suffix, e.g. test.en, gives --to).")
 @click.option("--corpus", metavar="PREFIX",

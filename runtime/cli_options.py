@@ -24,8 +24,7 @@ MODEL = click.option("-m", "--model", metavar="MODEL", default=None,
 FROM = click.option("--from", "from_lang", metavar="LANG", default=None,
                     callback=lambda ctx, param, value: None if value == "auto" else value,
                     help="Source language, or auto (the default): detected sentence by sentence, and a sentence "
-                         "already in the target language is left as it is (mt-eval first reads it from the source "
-                         "file's suffix).")
+                         "already in the target language is left as it is.")
 TO = click.option("--to", metavar="LANG", default=None,
                   help="Target language (default: en if the model has it, else its first).")
 PROVIDER = click.option("--provider", type=click.Choice(PROVIDERS), default="auto", show_default=True,

@@ -21,6 +21,7 @@ import pty
 import re
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -35,8 +36,9 @@ import mtkit.runtime
 from conftest import ENGLISH, GERMAN, PAIRS
 from mtkit.runtime import (Alignment, BundleConfig, DecodeOptions, Hypothesis, ModelLoadError, ProviderError,
                            Translation, TranslationError, Translator)
+from mtkit.runtime import language_id
 from mtkit.runtime.sentences import split
-from mtkit.tui.alignment_view import AlignmentView
+from mtkit.tui.alignment_view import MAX_TOKENS, AlignmentView
 from mtkit.tui.app import MTApp
 from mtkit.tui.screens import HelpScreen, OpenModelScreen, help_text
 from mtkit.tui.state import (MAX_INPUT_CHARS, SAMPLING_TEMPERATURE, SAMPLING_TOP_P, History, Outcome,
@@ -105,6 +107,7 @@ class Call:
     texts: list[str]
     to: str | None
     options: DecodeOptions  # the options the app asked for (with any keyword overrides applied)
+    from_lang: str = "auto"
 
 
 class StandIn:
@@ -138,11 +141,11 @@ class StandIn:
         self.fail_with: Exception | None = None
         self.calls: list[Call] = []
 
-    def translate(self, texts, to=None, options=None, **overrides) -> list[Translation]:
+    def translate(self, texts, to=None, options=None, *, from_lang="auto", **overrides) -> list[Translation]:
         # Whatever the app passes must be something the real Translator.translate accepts.
-        inspect.signature(Translator.translate).bind(self, texts, to, options, **overrides)
+        inspect.signature(Translator.translate).bind(self, texts, to, options, from_lang=from_lang, **overrides)
         options = replace(options or DecodeOptions(), **overrides)      # checked as the runtime checks them
-        self.calls.append(Call(list(texts), to, options))
+        self.calls.append(Call(list(texts), to, options, from_lang))
         time.sleep(self.delay)
         if self.gate is not None and not self.gate.wait(timeout=60):
             raise TimeoutError("the test never released the stand-in translator")
@@ -184,7 +187,8 @@ async def test_typing_translates_once_after_the_pause(stand_in):
         await settle(pilot)
         translator = app.translator
         assert isinstance(translator, StandIn) and stand_in.loads == [(STAND_IN, "cpu")]
-        assert app.direction == ("de", "en") and "in use: CPU" in shown(app, "#in-use")
+        # No --from: the source language is detected (from_lang "auto"), as by mt-translate.
+        assert app.direction == ("auto", "en") and "in use: CPU" in shown(app, "#in-use")
         await type_text(pilot, "Hallo Welt")
         assert app.source_text == "Hallo Welt"
         assert translator.calls == [] and app.busy and app.target_text == ""    # still within the pause
@@ -192,7 +196,7 @@ async def test_typing_translates_once_after_the_pause(stand_in):
         assert translator.calls == [Call(["Hallo Welt"], "en",
                                          DecodeOptions(beam_size=4, num_hypotheses=4, return_alignment=True))]
         assert app.target_text == fake("Hallo Welt", "en")
-        assert app.outcome.source == "Hallo Welt" and app.outcome.direction == ("de", "en")
+        assert app.outcome.source == "Hallo Welt" and app.outcome.direction == ("auto", "en")
         stats = shown(app, "#stats")
         assert "ms" in stats and "tokens/s" in stats and "3 tokens" in stats and "beam 4 · CPU" in stats
         # n-best: beam 4 lists 4 alternatives of the line under the cursor, best first, with scores.
@@ -239,20 +243,21 @@ async def test_translate_key_and_stale_results(stand_in):
 
 @run_async
 async def test_direction_switch(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
+    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("de", None))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         translator = app.translator
-        assert set(app.directions) == {("de", "en"), ("en", "de")}
+        assert app.directions == [("auto", "en"), ("auto", "de"), ("de", "en"), ("en", "de")]
+        assert app.direction == ("de", "en")
         await paste(pilot, "Wir treffen uns.")
         await settle(pilot)
-        assert app.target_text == fake("Wir treffen uns.", "en")
+        assert app.target_text == fake("Wir treffen uns.", "en") and translator.calls[-1].from_lang == "de"
         await pilot.press("f3")           # next direction: en -> de, the text stays, translated again at once
         await settle(pilot)
         assert app.direction == ("en", "de") and app.outcome.direction == ("en", "de")
         assert app.query_one("#source", TextArea).border_title == "English (en)"
         assert app.query_one("#target", TextArea).border_title == "German (de)"
-        assert translator.calls[-1].to == "de" and len(translator.calls) == 2
+        assert translator.calls[-1].to == "de" and translator.calls[-1].from_lang == "en" and len(translator.calls) == 2
         assert app.target_text == fake("Wir treffen uns.", "de")
         # Swap: the translation becomes the source and the direction reverses (one translation).
         german_output = app.target_text
@@ -260,7 +265,7 @@ async def test_direction_switch(stand_in):
         await settle(pilot)
         assert app.direction == ("de", "en")
         assert app.source_text == german_output
-        assert translator.calls[-1] == Call([german_output], "en", translator.calls[0].options)
+        assert translator.calls[-1] == Call([german_output], "en", translator.calls[0].options, "de")
         assert len(translator.calls) == 3
         assert app.target_text == fake(german_output, "en")
 
@@ -276,12 +281,12 @@ async def test_history_restores(stand_in):
         await pilot.press("ctrl+l")
         await settle(pilot)
         assert app.source_text == "" and app.target_text == ""
-        await pilot.press("f3")             # the second entry goes the other way: en -> de
+        await pilot.press("f3")             # the second entry goes the other way: auto -> de
         await paste(pilot, "Where is Tom?")
         await settle(pilot)
         assert app.target_text == fake("Where is Tom?", "de")
         assert [(e.source, e.direction) for e in app.history.entries] == [
-            ("Where is Tom?", ("en", "de")), ("Tom ist hier.", ("de", "en"))]
+            ("Where is Tom?", ("auto", "de")), ("Tom ist hier.", ("auto", "en"))]
         calls = len(translator.calls)
         # Restore the older entry from the History tab with the keyboard: text, result and direction.
         app.query_one("#panels").active = "tab-history"
@@ -291,7 +296,7 @@ async def test_history_restores(stand_in):
         await pilot.pause()
         assert app.source_text == "Tom ist hier."
         assert app.target_text == fake("Tom ist hier.", "en")
-        assert app.direction == ("de", "en") and app.query_one("#direction").value == ("de", "en")
+        assert app.direction == ("auto", "en") and app.query_one("#direction").value == ("auto", "en")
         assert app.query_one("#target", TextArea).border_title == "English (en)"
         await settle(pilot)                 # restoring does not translate again
         assert len(translator.calls) == calls
@@ -414,15 +419,19 @@ async def test_bad_settings_and_failed_translations_show_errors(stand_in):
 @run_async
 async def test_from_and_to_pick_the_first_direction(stand_in):
     """mt-tui --from / --to: the direction shown once the model is loaded; one the model lacks is
-    reported and the bundle's first direction used."""
+    reported and the first direction (auto → en) used."""
     app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("en", None))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.direction == ("en", "de") and app.query_one("#direction").value == ("en", "de")
+        await paste(pilot, "Wie geht es dir?")
+        await settle(pilot)
+        # The source language is given, not detected: as `mt-translate --from en`.
+        assert app.translator.calls[-1] == Call(["Wie geht es dir?"], "de", app.settings.options(), "en")
     app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("fr", "de"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.direction == ("de", "en")
+        assert app.direction == ("auto", "en")
         assert any("does not translate fr → de" in str(n.message) for n in app._notifications)
 
 
@@ -544,6 +553,131 @@ async def test_sampling_starts_from_sensible_settings(stand_in):
         assert translator.calls[-1].options.top_p == 0.9
 
 
+@run_async
+async def test_swap_and_copy_act_on_the_translation_of_the_text_as_it_is(stand_in):
+    # A debounce far beyond the test: text typed after the last translation stays untranslated.
+    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=600, direction=("de", None))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        translator = app.translator
+        await paste(pilot, "Guten Morgen")
+        await pilot.press("f5")
+        await settle(pilot)
+        await paste(pilot, " mein Freund")      # the translation on screen is of "Guten Morgen"
+        translator.gate = threading.Event()     # the next translation holds until the test is ready
+        await pilot.press("f4", "f2")
+        assert app.clipboard == ""
+        assert app.source_text == "Guten Morgen mein Freund" and app.direction == ("de", "en")
+        notices = [n.message for n in app._notifications]
+        assert "Still translating… press F4 again when the translation is shown." in notices
+        assert "Still translating… press F2 again when the translation is shown." in notices
+        # F4 started the translation at once, without waiting for the end of the pause.
+        translator.gate.set()
+        await settle(pilot)
+        typed, english = "Guten Morgen mein Freund", fake("Guten Morgen mein Freund", "en")
+        assert translator.calls[-1].texts == [typed] and app.target_text == english
+        await pilot.press("f4")
+        assert app.clipboard == english
+        await pilot.press("f2")
+        await settle(pilot)
+        assert app.direction == ("en", "de") and app.source_text == english
+        # What was typed is not lost: in the history, and undo brings it back.
+        assert [e.source for e in app.history.entries] == [english, typed]
+        await pilot.press("ctrl+z")
+        assert app.source_text == typed
+
+
+@run_async
+async def test_settings_errors_follow_the_inputs_on_show(stand_in):
+    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await paste(pilot, "Hallo Welt")
+        await settle(pilot)
+        error, mode = app.query_one("#error"), app.query_one("#mode")
+        app.query_one("#beam").value = "0"
+        await settle(pilot)
+        assert "Beam size must be at least 1, not 0" in str(error.render())
+        mode.value = "greedy"                   # the beam input is hidden, and so is its problem
+        await settle(pilot)
+        assert not error.display and "greedy" in shown(app, "#stats")
+        mode.value = "beam"                     # shown again with its 0: the problem is back
+        await settle(pilot)
+        assert app.query_one("#beam").value == "0"
+        assert "Beam size must be at least 1, not 0" in str(error.render()) and error.display
+        assert "beam 4" in shown(app, "#stats")             # the last valid size, with the reason above
+        app.query_one("#beam").value = "3"
+        await settle(pilot)
+        assert not error.display and "beam 3" in shown(app, "#stats")
+        # The same for the sampling numbers.
+        mode.value = "sampling"
+        app.query_one("#top-p").value = "1.5"
+        await settle(pilot)
+        assert "Top-p must be in (0, 1], not 1.5" in str(error.render())
+        mode.value = "beam"
+        await settle(pilot)
+        assert not error.display and "beam 3" in shown(app, "#stats")
+        mode.value = "sampling"
+        await settle(pilot)
+        assert "Top-p must be in (0, 1], not 1.5" in str(error.render()) and error.display
+
+
+@run_async
+async def test_a_long_line_keeps_the_keys_responsive(stand_in):
+    """Its alignment has hundreds of thousands of token pairs: the heatmap is drawn only while its
+    tab is shown, at most MAX_TOKENS by MAX_TOKENS, and not again while the cursor stays in the
+    same sentence (it was drawn whole on every key: seconds each)."""
+    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await paste(pilot, "Haus " * 600)
+        await settle(pilot)
+        view = app.query_one(AlignmentView)
+        assert view.grid is None                # on the Alternatives tab: not drawn
+        await pilot.press("left", "home")
+        await pilot.press("alt+2")
+        await pilot.pause()
+        alignment = app.outcome.results[0].alignment
+        rows, cols = len(alignment.target_tokens), len(alignment.source_tokens)
+        assert min(rows, cols) > MAX_TOKENS
+        grid = view.grid
+        assert grid.plain.count("\n") == 1 + MAX_TOKENS
+        assert f"the first {MAX_TOKENS} of {rows} translation tokens and {MAX_TOKENS} of {cols} source" in grid.plain
+        cells = [s for s in grid.spans if str(s.style).startswith(("white on #", "black on #"))]
+        assert len(cells) == MAX_TOKENS * MAX_TOKENS
+        await pilot.press("right", "right", "end", "left")
+        await pilot.pause()
+        assert view.grid is grid                # the same sentence: the same grid
+        assert "Line 1" in str(app.query_one("#alignment-caption").render())
+
+
+def test_quit_does_not_wait_for_a_running_translation():
+    """A decode cannot be interrupted: mt-tui's `run` ends the process without waiting for it.
+    Here the translation never ends (the stand-in holds it for 60 s)."""
+    script = textwrap.dedent("""
+        import sys, threading
+        sys.path.insert(0, sys.argv[1])
+        from test_tui import STAND_IN, StandIn
+        from mtkit.tui.app import MTApp
+        from mtkit.tui.cli import run
+
+        translator = StandIn(STAND_IN)
+        translator.gate = threading.Event()     # never set
+
+        async def quit_while_translating(pilot):
+            pilot.app.query_one("#source").insert("Hallo")
+            while not translator.calls:
+                await pilot.pause(0.02)
+            await pilot.press("ctrl+q")
+
+        run(MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, translator=translator),
+            headless=True, auto_pilot=quit_while_translating)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent)], capture_output=True,
+                          timeout=45)
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)])
 @run_async
 async def test_layout_fits_the_terminal(stand_in, size):
@@ -604,7 +738,8 @@ async def test_fixture_model_typing_and_swap(fixture_bundle):
         await settle(pilot)
         assert isinstance(app.translator, Translator) and app.translator.provider == "cpu"
         assert app.translator.variant == "fp32"
-        assert app.direction == ("de", "en") and set(app.directions) == {("de", "en"), ("en", "de")}
+        assert app.direction == ("auto", "en")
+        assert set(app.directions) == {("auto", "en"), ("auto", "de"), ("de", "en"), ("en", "de")}
         await type_text(pilot, german)
         assert app.source_text == german
         await settle(pilot)
@@ -615,7 +750,8 @@ async def test_fixture_model_typing_and_swap(fixture_bundle):
         hyps = app.outcome.results[0].hypotheses
         assert 1 <= len(hyps) <= 4 and hyps[0].text == english
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
-        # Swap: the English becomes the source and comes back as the German.
+        # Swap: the English becomes the source and comes back as the German (auto → en reverses
+        # to en → de: the language the text was in, or the model's only other one).
         await pilot.press("f2")
         await settle(pilot)
         assert app.direction == ("en", "de")
@@ -656,6 +792,28 @@ async def test_fixture_model_alignment_of_the_sentence_under_the_cursor(fixture_
         assert "sentence 1 of 2" in str(app.query_one("#alignment-caption").render())
 
 
+@run_async
+async def test_fixture_model_source_language_detected_or_given(fixture_bundle):
+    """auto → de (`mt-tui --to de`) leaves a German sentence as it is, and the status line says why;
+    en → de translates it as English: the runtime is told the source language, not left to detect it."""
+    german = GERMAN[0]
+    assert not language_id.choose(german, "de", ["en"]).translated       # the detector is sure: German
+    app = MTApp(model_path=fixture_bundle, provider="cpu", debounce=0.05, variant="fp32", direction=(None, "de"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.direction == ("auto", "de")
+        await paste(pilot, german)
+        await settle(pilot)
+        assert app.target_text == german
+        assert shown(app, "#stats").startswith("1 sentence left as is: detected as German, the target language · ")
+        app.query_one("#direction").value = ("en", "de")
+        await settle(pilot)
+        assert app.outcome.direction == ("en", "de")
+        [sentence] = app.outcome.results[0].languages
+        assert (sentence.language, sentence.translated) == ("en", True)
+        assert "left as is" not in shown(app, "#stats")
+
+
 # ----- no app -----------------------------------------------------------------------------------
 
 TUI = Path(sys.executable).parent / "mt-tui"
@@ -667,16 +825,42 @@ def test_without_a_terminal_it_refuses_at_once():
     assert b"needs an interactive terminal" in proc.stderr and b"Traceback" not in proc.stderr
 
 
-def test_a_mistyped_model_fails_before_the_app_starts(tmp_path):
+def in_a_terminal(*args: str) -> subprocess.CompletedProcess:
+    """mt-tui ARGS on a pseudo-terminal, its stderr captured."""
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.run([str(TUI), "-m", str(tmp_path / "nosuch")], stdin=follower, stdout=follower,
-                              stderr=subprocess.PIPE, timeout=60, env={**os.environ, "TERM": "xterm"})
+        return subprocess.run([str(TUI), *args], stdin=follower, stdout=follower, stderr=subprocess.PIPE,
+                              timeout=60, env={**os.environ, "TERM": "xterm"})
     finally:
         os.close(follower)
         os.close(leader)
+
+
+def test_a_mistyped_model_fails_before_the_app_starts(tmp_path):
+    proc = in_a_terminal("-m", str(tmp_path / "nosuch"))
     assert proc.returncode == 1
     assert proc.stderr.decode().strip() == f"mt-tui: error: {tmp_path / 'nosuch'}: no such file or directory"
+
+
+SHIPPED = Path(__file__).parent.parent / "models" / "de-en"     # int8 only; de -> en and en -> de
+
+
+@pytest.mark.parametrize("option", [("--variant", "fp32"), ("--from", "xx"), ("--to", "fr")])
+def test_options_are_checked_as_mt_translate_checks_them(option):
+    """Before the app starts: mt-translate's one-line error and exit status."""
+    tui = in_a_terminal("-m", str(SHIPPED), *option)
+    translate = subprocess.run([str(TUI.parent / "mt-translate"), "-m", str(SHIPPED), *option, "Hallo"],
+                               capture_output=True, timeout=60)
+    assert tui.returncode == translate.returncode == 1
+    expected = translate.stderr.decode().strip()
+    assert expected.startswith("mt-translate: error: ")
+    assert tui.stderr.decode().strip() == expected.replace("mt-translate:", "mt-tui:", 1)
+
+
+def test_from_help_describes_the_app():
+    page = subprocess.run([str(TUI), "--help"], capture_output=True, text=True, timeout=60).stdout
+    from_help = " ".join(page[page.index("--from"):page.index("--to")].split())
+    assert "mt-eval" not in from_help and "the direction control in the app changes it" in " ".join(page.split())
 
 
 def test_tui_never_imports_torch():

@@ -16,6 +16,9 @@ from textual.widgets import Static
 # Viridis stops: dark (no attention) to bright (all of it); readable on dark and light themes.
 RAMP = [Color.parse(c) for c in ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")]
 MAX_LABEL = 12          # longest token label before it is cut
+# Tokens shown on each axis: a grid is one styled cell per token pair, and a long sentence has
+# thousands of pairs (seconds to build and draw, for more than a screen can show).
+MAX_TOKENS = 60
 
 
 def weight_colour(w: float) -> Color:
@@ -33,17 +36,21 @@ def token_label(piece: str) -> str:
     return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…"
 
 
-def heatmap(source_tokens: list[str], target_tokens: list[str], weights) -> Text:
+def heatmap(source_tokens: list[str], target_tokens: list[str], weights, limit: int = MAX_TOKENS) -> Text:
     """The grid as rich Text. `weights` has one row per target token and one column per source
     token (each row sums to 1). Colours follow the square root of the weight: weak links stay
-    visible, and diffuse attention reads as dark rather than being stretched to look sharp."""
-    rows = [list(map(float, r)) for r in weights][: len(target_tokens)]
-    cols = [token_label(t) for t in source_tokens]
+    visible, and diffuse attention reads as dark rather than being stretched to look sharp.
+    Only the first `limit` tokens of each axis are shown; the legend says when some are not."""
+    rows = [list(map(float, r)) for r in weights[: min(len(target_tokens), limit)]]
+    cols = [token_label(t) for t in source_tokens[:limit]]
     widths = [max(len(c), 2) + 1 for c in cols]
     row_labels = [token_label(t) for t in target_tokens[: len(rows)]]
     label_width = max([len(r) for r in row_labels] + [1]) + 1
 
     text = Text(no_wrap=True, overflow="crop")
+    if len(source_tokens) > len(cols) or len(target_tokens) > len(rows):
+        text.append(f"the first {len(rows)} of {len(target_tokens)} translation tokens and {len(cols)} of "
+                    f"{len(source_tokens)} source tokens   ", style="bold")
     text.append("weight 0 ", style="dim")
     for step in range(10):
         text.append("  ", style=f"on {weight_colour(step / 9).hex}")
@@ -54,7 +61,7 @@ def heatmap(source_tokens: list[str], target_tokens: list[str], weights) -> Text
     for label, row in zip(row_labels, rows):
         text.append("\n")
         text.append(label.rjust(label_width - 1) + " ", style="bold")
-        best = max(range(len(row)), key=row.__getitem__) if row else -1
+        best = max(range(len(row)), key=row.__getitem__) if row else -1     # over the whole row, shown or not
         for j, width in enumerate(widths):
             w = row[j] if j < len(row) else 0.0
             bg = weight_colour(math.sqrt(max(w, 0.0)))
@@ -77,7 +84,7 @@ class AlignmentView(Static):
         """`alignment`: a runtime Alignment (.source_tokens, .target_tokens, .weights); `rows` and
         `cols` pick one sentence's block of it."""
         self.grid = heatmap(list(alignment.source_tokens[cols]), list(alignment.target_tokens[rows]),
-                            [list(r)[cols] for r in alignment.weights[rows]])
+                            [list(r)[cols] for r in alignment.weights[rows][:MAX_TOKENS]])
         self.update(self.grid)
 
     def show_message(self, message: str) -> None:

@@ -24,7 +24,8 @@ from .editors import Editors
 from .panels import PANELS, Panels
 from .screens import HelpScreen, OpenModelScreen
 from .settings_bar import SettingsBar
-from .state import MAX_INPUT_CHARS, DecodeSettings, History, Outcome, bundle_directions, direction_label
+from .state import (AUTO, MAX_INPUT_CHARS, DecodeSettings, History, Outcome, bundle_directions, direction_choices,
+                    direction_label, language_name)
 from .status import ErrorBar, StatusLine
 
 DEBOUNCE_SECONDS = 0.4
@@ -51,8 +52,8 @@ class MTApp(App):
     ]
 
     translator = var(None, init=False)                          # a runtime Translator, once loaded
-    directions: var[list[tuple[str, str]]] = var(list)          # what the loaded model supports
-    direction: var[tuple[str, str] | None] = var(None)          # the direction in use
+    directions: var[list[tuple[str, str]]] = var(list)          # what the loaded model supports, and auto → X
+    direction: var[tuple[str, str] | None] = var(None)          # the direction in use; source AUTO: detected
     provider = var("auto")                                      # the provider asked for
     in_use = var("")                                            # the provider really in use
     provider_note = var("")                                     # why, when it differs from the one asked for
@@ -60,10 +61,13 @@ class MTApp(App):
 
     def __init__(self, model_path: str | Path | None = None, provider: str = "auto", variant: str = "auto",
                  threads: int | None = None, debounce: float = DEBOUNCE_SECONDS, load_model: bool = True,
-                 direction: tuple[str | None, str | None] = (None, None)) -> None:
+                 direction: tuple[str | None, str | None] = (None, None), translator=None) -> None:
+        """`translator`: the model of `model_path`, already loaded (mt-tui loads it first, to check
+        its options as mt-translate does); else the app loads it."""
         super().__init__()
         self.model_path = None if model_path is None else str(model_path)
         self.requested_direction = direction    # (--from, --to), either may be None: used at the first load
+        self.loaded = translator
         self.set_reactive(MTApp.provider, provider)
         self.load_on_start = load_model         # False: start model-less (the layout snapshots)
         self.settings = DecodeSettings()
@@ -84,7 +88,9 @@ class MTApp(App):
 
     def on_mount(self) -> None:
         self.editors.source.focus()
-        if self.load_on_start:
+        if self.loaded is not None:
+            self.model_ready(self.model_path, self.provider, self.loaded)
+        elif self.load_on_start:
             self.load(self.model_path, self.provider)
         else:
             self.errors.report("model", NO_MODEL)
@@ -143,7 +149,7 @@ class MTApp(App):
 
     def model_ready(self, path: str | None, provider: str, translator) -> None:
         self.model_path, self.provider = path, provider
-        self.directions = bundle_directions(translator.config)
+        self.directions = direction_choices(bundle_directions(translator.config))
         self.direction = self.direction if self.direction in self.directions else self.first_direction()
         self.translator = translator
         self.errors.clear("model")
@@ -154,10 +160,11 @@ class MTApp(App):
         self.requests.invalidate(delay=0)
 
     def first_direction(self) -> tuple[str, str] | None:
-        """The direction asked for with --from / --to (once), else the bundle's first."""
+        """The direction asked for with --from / --to (once; no --from is auto, as for mt-translate),
+        else the first."""
         source, target = self.requested_direction
         self.requested_direction = (None, None)
-        wanted = [d for d in self.directions if source in (None, d[0]) and target in (None, d[1])]
+        wanted = [d for d in self.directions if d[0] == (source or AUTO) and target in (None, d[1])]
         if (source or target) and not wanted:
             self.notify(f"This model does not translate {source or '*'} → {target or '*'}; its directions: "
                         f"{', '.join(map(direction_label, self.directions))}.", severity="warning", timeout=8)
@@ -209,7 +216,10 @@ class MTApp(App):
         self.errors.report("translation", "Note: " + "; ".join(notes) if notes else "")
         tokens = outcome.target_tokens
         rate = tokens / outcome.seconds if outcome.seconds > 0 else 0.0
-        self.status.show_result(f"{outcome.seconds * 1000:.0f} ms · {rate:.0f} tokens/s · {tokens} tokens · "
+        kept = outcome.kept      # first: else "0 tokens" alone would say why nothing changed
+        note = (f"{kept} sentence{'s' if kept > 1 else ''} left as is: detected as "
+                f"{language_name(outcome.direction[1])}, the target language · ") if kept else ""
+        self.status.show_result(f"{note}{outcome.seconds * 1000:.0f} ms · {rate:.0f} tokens/s · {tokens} tokens · "
                                 f"{outcome.settings} · {self.in_use.upper()}")
         if self.history.record(outcome):
             self.panels.show_history(self.history.entries)
@@ -268,12 +278,30 @@ class MTApp(App):
     def action_translate_now(self) -> None:
         self.requests.invalidate(delay=0)
 
+    def translation_is_current(self, key: str) -> bool:
+        """Whether the translation on screen is of the source as it is now (the text, direction and
+        settings). If not, a notice says why, and a translation waiting on the pause starts now."""
+        if self.outcome is not None and self.outcome.generation == self.requests.generation:
+            return True
+        if self.requests.pending:
+            if self.requests.waiting:
+                self.requests.invalidate(delay=0)
+            self.notify(f"Still translating… press {key} again when the translation is shown.", severity="warning")
+        else:
+            self.notify("There is no translation of this text.", severity="warning")
+        return False
+
     def action_swap(self) -> None:
         """As a translator app's swap button: the direction reverses and the translation becomes
-        the source (translated back at once)."""
-        if self.direction is None:
+        the source (translated back at once). Undo (ctrl+z) brings back the text swapped out."""
+        if self.direction is None or (self.source_text.strip() and not self.translation_is_current("F2")):
             return
-        reverse = (self.direction[1], self.direction[0])
+        source, target = self.direction
+        if source == AUTO:      # the language the text was in, else the first the target translates into
+            detected = self.outcome.detected if self.outcome is not None else None
+            others = [b for a, b in self.directions if a == target]
+            source = detected if detected in others else next(iter(others), source)
+        reverse = (target, source)
         if reverse not in self.directions:
             self.notify(f"This model does not translate {direction_label(reverse)}.", severity="warning")
             return
@@ -293,6 +321,8 @@ class MTApp(App):
         self.panels.open(panel)
 
     def action_copy_result(self) -> None:
+        if self.source_text.strip() and not self.translation_is_current("F4"):
+            return
         text = self.target_text
         if not text.strip():
             self.notify("Nothing to copy yet.", severity="warning")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -14,21 +17,40 @@ from mtkit.runtime.cli_support import CommandError, command, require
 @model_options
 def main(model: str | None, from_lang: str | None, to: str | None, provider: str, variant: str,
          threads: int | None) -> None:
-    """Translate interactively in the terminal: live as you type, fully offline."""
-    require("onnxruntime")          # one line now rather than an error inside the app (imported later, in a worker)
+    """Translate interactively in the terminal: live as you type, fully offline. --from and --to set the
+    direction it starts in; the direction control in the app changes it."""
+    require("onnxruntime")          # one line naming the extra, before the terminal check
     if not (sys.stdin.isatty() and sys.stdout.isatty()):     # a full-screen app on a pipe never ends
         raise click.UsageError("mt-tui needs an interactive terminal; for files and pipes use mt-translate")
-    if model is not None:           # a mistyped -m fails here; a bad bundle shows in the app, where another can be opened
-        from mtkit.runtime.bundle import locate
-        from mtkit.runtime.errors import BundleError
+    from mtkit.runtime import Translator
+    from mtkit.runtime.errors import TranslationError
+    from mtkit.runtime.translator import language_code
 
-        try:
-            locate(model)
-        except BundleError as e:
-            raise CommandError(str(e)) from None
-    from .app import MTApp          # after the check: --help and errors stay quick
+    # The model and the options are checked as mt-translate checks them, with its one-line errors;
+    # the app then starts with the model loaded (ctrl+o and the provider switch load in the app).
+    try:
+        translator = Translator(model, provider=provider, threads=threads, variant=variant)
+        if from_lang:               # checked, and picks the default target
+            to = translator.target_from(from_lang, to)
+        translator.tag_id(to)
+    except TranslationError as e:
+        raise CommandError(str(e)) from None
+    from .app import MTApp
 
-    MTApp(model_path=model, provider=provider, variant=variant, threads=threads, direction=(from_lang, to)).run()
+    direction = (language_code(from_lang), language_code(to) or translator.default_language)
+    run(MTApp(model_path=model, provider=provider, variant=variant, threads=threads, direction=direction,
+              translator=translator))
+
+
+def run(app, **options) -> NoReturn:
+    """Run `app` (`App.run` `options`), then end the process at once with its return code."""
+    # Not asyncio.run, and no interpreter teardown: both wait for the worker threads, so quitting
+    # would wait for a translation still decoding (it cannot be interrupted). The terminal is
+    # restored when run() returns; the process then ends as mt-translate's does (run_and_exit).
+    app.run(loop=asyncio.new_event_loop(), **options)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(app.return_code or 0)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from functools import partial
 
 from textual.app import App
 from textual.timer import Timer
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from .state import DecodeSettings, Outcome, split_segments
 
@@ -43,12 +43,19 @@ class Requests:
         self.due, self.done, self.failed = due, done, failed
         self.generation = 0
         self._timer: Timer | None = None
+        self._worker: Worker | None = None
         self._decode_lock = threading.Lock()
 
     @property
     def waiting(self) -> bool:
         """A translation waits on the debounce timer."""
         return self._timer is not None
+
+    @property
+    def pending(self) -> bool:
+        """A translation waits on the debounce timer, or its worker has not finished."""
+        return self.waiting or (self._worker is not None
+                                and self._worker.state in (WorkerState.PENDING, WorkerState.RUNNING))
 
     def invalidate(self, delay: float | None = None) -> None:
         """The shown result is stale: translate after `delay` seconds (default: the debounce; 0: now)."""
@@ -72,8 +79,8 @@ class Requests:
 
     def start(self, translator, text: str, direction: tuple[str, str], settings: DecodeSettings) -> None:
         request = Request(self.generation, translator, text, direction, settings)
-        self.app.run_worker(partial(self._decode, request), thread=True, exclusive=True, group="translate",
-                            exit_on_error=False)
+        self._worker = self.app.run_worker(partial(self._decode, request), thread=True, exclusive=True,
+                                           group="translate", exit_on_error=False)
 
     def _decode(self, request: Request) -> None:
         """In a worker thread: translate each line of the request on its own."""
@@ -90,9 +97,11 @@ class Requests:
                     # An over-long sentence warns on stderr, which would scribble over the screen;
                     # the same message comes back in Translation.warnings and is shown in the UI.
                     warnings.simplefilter("ignore")
+                    # The direction's source: a language the user picked, or "auto" (detected).
                     translations = request.translator.translate([s for s in segments if s.strip()],
                                                                 to=request.direction[1],
-                                                                options=request.settings.options())
+                                                                options=request.settings.options(),
+                                                                from_lang=request.direction[0])
             except Exception as e:   # TranslationError, a CUDA failure, ...: shown, never a crash
                 self.app.call_from_thread(self._deliver, request.generation, self.failed, e)
                 return

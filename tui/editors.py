@@ -8,7 +8,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import TextArea
 
-from .state import language_name
+from .state import AUTO, language_name
 
 
 class Editors(Horizontal):
@@ -31,16 +31,20 @@ class Editors(Horizontal):
             self.source.border_title, self.target.border_title = "Source", "Translation"
         else:
             source, target = direction
-            self.source.border_title = f"{language_name(source)} ({source})"
+            self.source.border_title = "Detect language" if source == AUTO else f"{language_name(source)} ({source})"
             self.target.border_title = f"{language_name(target)} ({target})"
 
     def set_source(self, text: str, quiet: bool = False) -> None:
-        """Replace the source text; `quiet`: without the Changed event that starts a translation."""
+        """Replace the source text as one edit, which undo (ctrl+z) takes back; `quiet`: without
+        the Changed event that starts a translation."""
+        source = self.source
+        source.history.checkpoint()     # an undo step of its own, not merged with the typing before it
         if quiet:
-            with self.source.prevent(TextArea.Changed):
-                self.source.load_text(text)
+            with source.prevent(TextArea.Changed):
+                source.replace(text, (0, 0), source.document.end)
         else:
-            self.source.load_text(text)
+            source.replace(text, (0, 0), source.document.end)
+        source.move_cursor((0, 0))
 
     def show_translation(self, text: str) -> None:
         self.target.load_text(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer, Vertical, VerticalScroll
 from textual.widgets import Label, TabbedContent, TabPane
@@ -56,25 +57,52 @@ class Panels(Vertical):
         if panel == "history":
             self.query_one(HistoryList).focus()     # the one panel to act in: enter restores an entry
 
+    # The line whose details are on show: (outcome, row, column), and what each panel shows of
+    # it (a Translation, and a (Translation, rows, cols) block): the cursor moves on every key,
+    # and the panels redraw only when what they show changes.
+    line: tuple[Outcome | None, int, int] = (None, 0, 0)
+    _alternatives_of = None
+    _alignment_of: tuple | None = None
+
     def show_line(self, outcome: Outcome | None, row: int, column: int) -> None:
         """Alternatives and alignment of the source line at `row`, the cursor at `column`."""
-        alternatives = self.query_one(Alternatives)
+        self.line = (outcome, row, column)
+        found = outcome.segment(row) if outcome else None
+        translation = found[2] if found else None
+        if translation is None or translation is not self._alternatives_of:
+            alternatives = self.query_one(Alternatives)
+            if translation is None:
+                alternatives.show_message("Alternatives of the current line appear here.")
+            else:
+                alternatives.show_translation(translation)
+            self._alternatives_of = translation
+        # The heatmap is the costly part: drawn only while its tab is on show (and when it opens).
+        if self.query_one(TabbedContent).active == PANELS["alignment"].tab:
+            self.show_alignment()
+
+    @on(TabbedContent.TabActivated)
+    def tab_opened(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == PANELS["alignment"].tab:
+            self.show_alignment()
+
+    def show_alignment(self) -> None:
+        """The alignment of the sentence under the cursor in `line`."""
+        outcome, row, column = self.line
         alignment = self.query_one(AlignmentView)
         caption = self.query_one("#alignment-caption", Label)
         found = outcome.segment(row) if outcome else None
-        if found is None:
-            alternatives.show_message("Alternatives of the current line appear here.")
-            alignment.show_message("The alignment of the current line appears here.")
+        if found is None or found[2].alignment is None:
+            self._alignment_of = None
+            alignment.show_message("The alignment of the current line appears here." if found is None else
+                                   "This translation has no alignment.")
             caption.update("")
             return
         line, source, translation = found
-        alternatives.show_translation(translation)
-        if translation.alignment is None:
-            alignment.show_message("This translation has no alignment.")
-            caption.update("")
-            return
         k, count, (rows, cols) = current_block(translation.alignment, source, column if line == row else 0)
-        alignment.show_alignment(translation.alignment, rows, cols)
+        shown = self._alignment_of
+        if shown is None or shown[0] is not translation or shown[1:] != (rows, cols):
+            alignment.show_alignment(translation.alignment, rows, cols)
+            self._alignment_of = (translation, rows, cols)
         where = f"Line {line + 1}" + (f", sentence {k + 1} of {count}" if count > 1 else "")
         caption.update(f"{where}: decoder cross-attention (last layer, heads averaged); "
                        "source across, translation down")

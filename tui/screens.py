@@ -33,6 +33,9 @@ ABOUT = [
     ("", "Private, offline translation: the model runs on this machine and nothing leaves it. "
          "Type or paste text on the left; the translation follows on the right after a short pause "
          "in typing. Each line is translated on its own."),
+    ("Direction", "auto → X detects the language of each sentence and leaves one already in X as it is "
+                  "(the status line says so); a direction with a source language translates every sentence "
+                  "from that language."),
     ("Decoding", "greedy takes the likeliest token at each step; beam search keeps the best few "
                  "partial translations (the Alternatives panel lists them with their scores); sampling "
                  "draws tokens at random from the top-p share of the probability, wilder as the "

@@ -23,10 +23,11 @@ from .state import DecodeSettings, direction_label
 
 PROVIDERS = [("auto", "auto"), ("CPU", "cpu"), ("CUDA", "cuda")]
 MODES = [("Greedy", "greedy"), ("Beam search", "beam"), ("Sampling", "sampling")]
-# The number inputs: the DecodeOptions field each sets, its type and its name in messages. Beyond
-# the bar's maxima, DecodeOptions checks the values, as it checks the CLIs' flags.
-NUMBERS = {"beam": ("beam_size", int, "Beam size"), "temperature": ("temperature", float, "Temperature"),
-           "top-p": ("top_p", float, "Top-p")}
+# The number inputs: the DecodeOptions field each sets, its type, its name in messages and the mode
+# that shows it. Beyond the bar's maxima, DecodeOptions checks the values, as it checks the CLIs' flags.
+NUMBERS = {"beam": ("beam_size", int, "Beam size", "beam"),
+           "temperature": ("temperature", float, "Temperature", "sampling"),
+           "top-p": ("top_p", float, "Top-p", "sampling")}
 
 
 class SettingsBar(Horizontal):
@@ -142,25 +143,38 @@ class SettingsBar(Horizontal):
             return
         self.show_mode(event.value)
         self.settings = replace(self.settings, mode=event.value)
+        # A hidden input's problem is no longer shown; a shown one's is shown again (the settings
+        # keep its last valid value meanwhile, and the status line says which).
+        for box in self.query(Input):
+            if NUMBERS[box.id][3] == event.value:
+                self.check(box)
+            else:
+                self.post_message(self.Problem(box.id, ""))
         self.post_message(self.SettingsChanged(self.settings, now=True))
 
     @on(Input.Changed)
     def number_changed(self, event: Input.Changed) -> None:
         event.stop()
-        name, kind, label = NUMBERS[event.input.id]
-        if event.validation_result is not None and not event.validation_result.is_valid:
-            self.post_message(self.Problem(event.input.id,
-                                           f"{label}: {' '.join(event.validation_result.failure_descriptions)}"))
-            return
+        if self.check(event.input):
+            self.post_message(self.SettingsChanged(self.settings, now=False))
+
+    def check(self, box: Input) -> bool:
+        """Report the problem with `box`'s value (or that there is none); a valid value goes into
+        the settings. Returns whether it was valid."""
+        name, kind, label, _ = NUMBERS[box.id]
+        result = box.validate(box.value)
+        if result is not None and not result.is_valid:
+            self.post_message(self.Problem(box.id, f"{label}: {' '.join(result.failure_descriptions)}"))
+            return False
         try:
-            value = kind(event.value)
+            value = kind(box.value)
             DecodeOptions(**{name: value})          # the runtime's rule for this value
         except OptionError as e:
-            self.post_message(self.Problem(event.input.id, e.message(lambda f: label if f == name else f)))
-            return
+            self.post_message(self.Problem(box.id, e.message(lambda f: label if f == name else f)))
+            return False
         except ValueError:
-            self.post_message(self.Problem(event.input.id, f"{label}: not a number"))
-            return
-        self.post_message(self.Problem(event.input.id, ""))
+            self.post_message(self.Problem(box.id, f"{label}: not a number"))
+            return False
+        self.post_message(self.Problem(box.id, ""))
         self.settings = replace(self.settings, **{name: value})
-        self.post_message(self.SettingsChanged(self.settings, now=False))
+        return True

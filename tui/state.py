@@ -27,6 +27,10 @@ LANGUAGE_NAMES = {
 }
 
 
+# The source of a direction whose language is detected sentence by sentence (mt-translate --from auto).
+AUTO = "auto"
+
+
 def language_name(code: str) -> str:
     return LANGUAGE_NAMES.get(code, code)
 
@@ -44,6 +48,13 @@ def bundle_directions(config) -> list[tuple[str, str]]:
         found = [(a, b) for a in langs for b in langs if a != b]
     unique = list(dict.fromkeys(found))
     return sorted(unique, key=lambda d: d != ("de", "en"))
+
+
+def direction_choices(directions: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """What the direction control offers: "auto → X" for each target X (the default, as for
+    mt-translate without --from), then the model's directions with their source language fixed."""
+    targets = dict.fromkeys(target for _, target in directions)
+    return [(AUTO, target) for target in targets] + directions
 
 
 # The TUI's sampling. DecodeOptions' neutral defaults (T = 1, no top-p) draw from the model's whole
@@ -106,6 +117,21 @@ class Outcome:
     @property
     def target_tokens(self) -> int:
         return sum(len(r.tokens) for r in self.results if r is not None)
+
+    def _sentences(self) -> list:
+        """The runtime's per-sentence language decisions (language_id.SourceLanguage), all lines."""
+        return [s for r in self.results if r is not None for s in r.languages]
+
+    @property
+    def detected(self) -> str | None:
+        """The source language of most sentences (detected, or as given), or None."""
+        found = [s.language for s in self._sentences() if s.language]
+        return max(found, key=found.count) if found else None
+
+    @property
+    def kept(self) -> int:
+        """Sentences left as they are: detected as already in the target language."""
+        return sum(1 for s in self._sentences() if not s.translated and s.language == self.direction[1])
 
     def segment(self, row: int):
         """(source line, Translation) for the line at `row`, or the nearest translated line
