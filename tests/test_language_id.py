@@ -41,10 +41,11 @@ def test_detector_on_real_sentences(lang):
     assert len(sentences) == 800
     assert sum(top(s) == lang for s in sentences) >= 0.97 * len(sentences)              # measured 0.99 / 1.0
     into_other = [language_id.choose(s, OTHER[lang], [lang]) for s in sentences]
-    assert sum(not c.translated for c in into_other) <= 2                              # measured 0: costs BLEU
-    assert sum(c.warning is not None for c in into_other) <= 0.03 * len(sentences)     # measured 1.3% / 1.0%
+    assert sum(not c.translated for c in into_other) <= 4                              # measured 1 / 0
+    assert sum(c.warning is not None for c in into_other) <= 0.05 * len(sentences)     # measured 2.6% / 0.6%
+    # A sentence already in the target language is left as it is: the model would mangle it.
     kept = [not language_id.choose(s, lang, [OTHER[lang]]).translated for s in sentences]
-    assert sum(kept) >= 0.9 * len(sentences)                                           # measured 0.96 / 0.975
+    assert sum(kept) >= 0.97 * len(sentences)                                          # measured 0.9925 / 0.995
 
 
 @pytest.mark.parametrize("words", [1, 2, 3])
@@ -53,9 +54,12 @@ def test_detector_on_short_inputs(lang, words):
     pieces = short_inputs(tatoeba(lang), words, random.Random(0))
     accuracy = sum(top(s) == lang for s in pieces) / len(pieces)
     assert accuracy >= {1: 0.6, 2: 0.85, 3: 0.93}[words]     # measured de 0.70/0.91/0.97, en 0.98/0.98/0.99
-    # Short pieces are where detection is weak; unsure means translated, so few are wrongly left as they are.
+    # Short pieces are where detection is weak, and both wrong decisions happen: a source piece left
+    # as it is, and a piece already in the target language run through the model.
     passed_wrongly = sum(not language_id.choose(s, OTHER[lang], [lang]).translated for s in pieces)
-    assert passed_wrongly <= 0.03 * len(pieces)              # measured at most 8 of 800 (1-word German)
+    mangled = sum(language_id.choose(s, lang, [OTHER[lang]]).translated for s in pieces)
+    assert passed_wrongly <= {1: 0.08, 2: 0.04, 3: 0.02}[words] * len(pieces)    # measured de 44/15/6, en 1/1/0 of 800
+    assert passed_wrongly + mangled <= {1: 0.42, 2: 0.14, 3: 0.05}[words] * len(pieces)   # measured at most 294/89/27
 
 
 FRENCH = ["Je ne sais pas ce que je ferais sans toi.", "Il fait très beau aujourd'hui, allons nous promener.",
