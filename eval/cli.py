@@ -158,6 +158,10 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         "src": src_path, "ref": ref_path, "src_lang": src_lang, "tgt_lang": tgt, "sentences": len(sources),
         "beam_size": options.beam_size, "sampling": options.sampling,
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
+        # sacreBLEU's breakdown: n-gram precisions, brevity penalty and length ratio (too short or too long)
+        "bleu_precisions": [round(p, 2) for p in bleu.precisions], "bleu_bp": round(bleu.bp, 3),
+        "length_ratio": round(bleu.sys_len / bleu.ref_len, 3) if bleu.ref_len else None,
+        "hyp_len": bleu.sys_len, "ref_len": bleu.ref_len,
         "bleu_signature": str(bleu_metric.get_signature()), "chrf_signature": str(chrf_metric.get_signature()),
         "seconds": round(seconds, 3), "sentences_per_s": round(len(sources) / seconds, 2),
         "target_tokens": target_tokens, "target_tokens_per_s": round(target_tokens / seconds, 1),
@@ -171,6 +175,8 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     search = "sampling" if options.sampling else "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
     print(f"test set  {src_path} {direction}, {len(sources)} sentences, {search}")
     print(f"BLEU      {bleu.score:6.2f}   {report['bleu_signature']}")
+    print(f"          {'/'.join(f'{p:.1f}' for p in bleu.precisions)} (BP = {bleu.bp:.3f}, ratio = "
+          f"{report['length_ratio']}, hyp_len = {bleu.sys_len}, ref_len = {bleu.ref_len})")
     print(f"chrF      {chrf.score:6.2f}   {report['chrf_signature']}")
     print(f"speed     {report['sentences_per_s']:.1f} sentences/s, {report['target_tokens_per_s']:.0f} target tokens/s "
           f"({seconds:.2f} s)")

@@ -35,7 +35,11 @@ def test_scores_and_speed_of_a_bundle(capsys, fixture_bundle, tmp_path):
     refs = (FIXTURES / "dev.en").read_text(encoding="utf-8").splitlines()[:20]
     assert len(lines) == 20
     # The reported scores are sacreBLEU's on the written hypotheses.
-    assert report["bleu"] == round(sacrebleu.corpus_bleu(lines, [refs]).score, 2)
+    bleu = sacrebleu.corpus_bleu(lines, [refs])
+    assert report["bleu"] == round(bleu.score, 2)
+    assert report["bleu_precisions"] == [round(p, 2) for p in bleu.precisions] and report["bleu_bp"] == round(bleu.bp, 3)
+    assert (report["hyp_len"], report["ref_len"]) == (bleu.sys_len, bleu.ref_len) > (0, 0)
+    assert report["length_ratio"] == round(bleu.sys_len / bleu.ref_len, 3)
     assert report["chrf"] == round(sacrebleu.corpus_chrf(lines, [refs]).score, 2)
 
 
@@ -50,7 +54,7 @@ def test_human_readable_report(capsys, fixture_bundle, tmp_path):
     code, out, _ = cli(capsys, "-m", str(fixture_bundle), "-s", str(unnamed["sources"]), "-r", str(unnamed["refs"]),
                        "--limit", "5")
     assert code == 0 and "auto->en" in out                 # no suffix to read: detected sentence by sentence
-    for word in ("BLEU", "chrF", "sentences/s", "target tokens/s", "nrefs:1"):
+    for word in ("BLEU", "chrF", "sentences/s", "target tokens/s", "nrefs:1", "BP = ", "ref_len = "):
         assert word in out
 
 
