@@ -53,10 +53,9 @@ def check_given(cfg: BenchConfig, engines: list[EngineSpec], checkpoint_sha256: 
             raise ArtifactError(f"--bundle: {e}") from None
         recorded = config.provenance.get("checkpoint_sha256")
         if recorded != checkpoint_sha256:     # another model's figures would pass for this one's
-            what = f"checkpoint sha256 {recorded[:12]}..." if recorded else "no checkpoint sha256"
             raise ArtifactError(f"--bundle {cfg.bundle}: not exported from {cfg.checkpoint} (its config.json "
-                                f"records {what}, the checkpoint's is {checkpoint_sha256[:12]}...); leave --bundle "
-                                "out and mt-bench exports the checkpoint itself")
+                                f"records {_sha(recorded)}, the checkpoint's is {checkpoint_sha256[:12]}...); "
+                                "leave --bundle out and mt-bench exports the checkpoint itself")
         missing = [e for e in engines if e.kind == "ort" and e.precision not in config.variants]
         if cfg.engines and missing:       # asked for by name; in the default set they are skipped
             raise ArtifactError(f"--bundle {cfg.bundle}: no variant for " +
@@ -75,9 +74,12 @@ def check_given(cfg: BenchConfig, engines: list[EngineSpec], checkpoint_sha256: 
             except (OSError, ValueError, AttributeError):
                 recorded = None
             if recorded != checkpoint_sha256:
-                what = f"checkpoint sha256 {recorded[:12]}..." if recorded else "no checkpoint sha256"
                 raise ArtifactError(f"--ct2-dir {path}: not converted from {cfg.checkpoint} (its {INFO_FILE} "
-                                    f"records {what}); leave --ct2-dir out and mt-bench converts the checkpoint")
+                                    f"records {_sha(recorded)}); leave --ct2-dir out and mt-bench converts the checkpoint")
+
+
+def _sha(recorded: str | None) -> str:
+    return f"checkpoint sha256 {recorded[:12]}..." if recorded else "no checkpoint sha256"
 
 
 def prepare(cfg: BenchConfig, engines: list[EngineSpec], datasets: list[dict], work: Path,
