@@ -57,17 +57,17 @@ class Panels(Vertical):
         if panel == "history":
             self.query_one(HistoryList).focus()     # the one panel to act in: enter restores an entry
 
-    # The line whose details are on show: (outcome, row, column), and what each panel shows of
-    # it (a Translation, and a (Translation, rows, cols) block): the cursor moves on every key,
-    # and the panels redraw only when what they show changes.
-    line: tuple[Outcome | None, int, int] = (None, 0, 0)
+    # The line whose details are on show: (Outcome.segment's find or None, cursor row, column), and
+    # what each panel shows of it (a Translation, and a (Translation, rows, cols) block): the cursor
+    # moves on every key, and the panels redraw only when what they show changes.
+    line: tuple[tuple | None, int, int] = (None, 0, 0)
     _alternatives_of = None
     _alignment_of: tuple | None = None
 
     def show_line(self, outcome: Outcome | None, row: int, column: int) -> None:
         """Alternatives and alignment of the source line at `row`, the cursor at `column`."""
-        self.line = (outcome, row, column)
         found = outcome.segment(row) if outcome else None
+        self.line = (found, row, column)
         translation = found[2] if found else None
         if translation is None or translation is not self._alternatives_of:
             alternatives = self.query_one(Alternatives)
@@ -87,10 +87,9 @@ class Panels(Vertical):
 
     def show_alignment(self) -> None:
         """The alignment of the sentence under the cursor in `line`."""
-        outcome, row, column = self.line
+        found, row, column = self.line
         alignment = self.query_one(AlignmentView)
         caption = self.query_one("#alignment-caption", Label)
-        found = outcome.segment(row) if outcome else None
         if found is None or found[2].alignment is None:
             self._alignment_of = None
             alignment.show_message("The alignment of the current line appears here." if found is None else
