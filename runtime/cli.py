@@ -150,7 +150,7 @@ def record(lineno: int, tr, fmt: str, options) -> str:
 
     data = {"line": lineno, "source": tr.source, "text": tr.text, "language": tr.language, "translated": tr.translated,
             "sentences": [{"language": s.language, "probability": None if s.probability is None else num(s.probability),
-                           "translated": s.translated} for s in tr.languages],
+                           "translated": s.translated, "detected": s.detected} for s in tr.languages],
             "score": num(tr.score), "tokens": tr.tokens,
             "n_best": [{"text": h.text, "score": num(h.score), "tokens": h.tokens} for h in tr.hypotheses],
             "num_tokens": tr.num_tokens, "num_source_tokens": tr.num_source_tokens,

@@ -42,10 +42,11 @@ class LanguageWarning(UserWarning):
 @dataclass
 class SourceLanguage:
     """What was decided for one sentence."""
-    language: str | None        # ISO 639-1 code: detected, or given by the caller; None: nothing to tell by
+    language: str | None        # ISO 639-1 code it was taken to be in: translated from, or kept as; None: nothing to tell by
     probability: float | None   # the detector's probability for `language`; None when given or not detected
     translated: bool = True     # False: passed through unchanged (already in the target language, or no word the model knows)
     warning: str | None = None  # why the detection is uncertain
+    detected: str | None = None  # the detector's first guess, which a close call may overrule; None when not detected
 
 
 _preloading = None   # the thread preload() started, until a detection waits for it
@@ -111,7 +112,7 @@ def choose(text: str, target: str, sources: list[str]) -> SourceLanguage:
     source = max(sources, key=lambda s: probs.get(s, 0.0))
     p_target, p_source = probs.get(target, 0.0), probs.get(source, 0.0)
     if language not in sources and language != target and probs[language] >= SURE_PROBABILITY:
-        return SourceLanguage(language, probs[language], warning=(
+        return SourceLanguage(source, p_source, detected=language, warning=(
             f"looks like {language} ({probs[language]:.2f}), which this model does not know; translated as {source}"))
     keep = p_target >= KEEP_RATIO * p_source
     chosen, p_chosen = (target, p_target) if keep else (source, p_source)
@@ -122,4 +123,4 @@ def choose(text: str, target: str, sources: list[str]) -> SourceLanguage:
         warning = f"language uncertain ({target} {p_target:.2f}, {source} {p_source:.2f}); "
     if warning:
         warning += "left as it is" if keep else f"translated from {source}"
-    return SourceLanguage(language, probs[language], translated=not keep, warning=warning)
+    return SourceLanguage(chosen, p_chosen, translated=not keep, warning=warning, detected=language)

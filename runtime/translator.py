@@ -86,11 +86,12 @@ class Translation:
     num_parts: int = 0                      # sentences (and pieces of over-long ones) decoded
     timings: dict = field(default_factory=dict)   # ms spent by the whole call this came from, and its size
     warnings: list[str] = field(default_factory=list)
-    languages: list[SourceLanguage] = field(default_factory=list)   # per sentence: detected (or given), translated?
+    languages: list[SourceLanguage] = field(default_factory=list)   # per sentence: taken as which language, translated?
 
     @property
     def language(self) -> str | None:
-        """The source language of most sentences (the first on a tie): detected, or as given."""
+        """The language most sentences were taken to be in (the first on a tie): as detected and decided, or as
+        given. A sentence left as it is counts as the target language."""
         found = [sentence.language for sentence in self.languages if sentence.language]
         return max(found, key=found.count) if found else None
 
@@ -504,7 +505,7 @@ class Translator:
             return SourceLanguage(from_lang, None, translated=False, warning=UNKNOWN_SCRIPT)
         probs = language_id.probabilities(sentence)
         language = max(probs, key=probs.get)
-        return SourceLanguage(language, probs[language], translated=False,
+        return SourceLanguage(language, probs[language], translated=False, detected=language,
                               warning=f"looks like {language} ({probs[language]:.2f}); {UNKNOWN_SCRIPT}")
 
     def translate_iter(self, texts: Iterable[str], to: str | None = None, options: DecodeOptions | None = None, *,

@@ -72,7 +72,7 @@ SPANISH = ["No sé qué haría sin ti.", "¿Dónde está la estación de tren, p
 def test_a_language_the_model_does_not_know_is_named_and_translated_with_a_warning(lang, sentences):
     for s in sentences:
         choice = language_id.choose(s, "en", ["de"])
-        assert choice.language == lang and choice.translated
+        assert (choice.detected, choice.language, choice.translated) == (lang, "de", True)   # taken as the model's source
         assert "does not know" in choice.warning and lang in choice.warning
 
 
@@ -117,6 +117,8 @@ def test_an_uncertain_detection_warns_and_translates(fixture_translator):
         [out] = fixture_translator.translate(GERMAN[UNCERTAIN], to="en", beam_size=1)
     assert out.text == ENGLISH[UNCERTAIN] and out.translated
     assert len(out.warnings) == 1 and "translated from de" in out.warnings[0]
+    # What it was taken to be in, not the detector's overruled first guess.
+    assert (out.language, out.languages[0].detected) == ("de", "fr") and out.languages[0].probability < 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("error")           # a given language, or what it looks like (if unsure): no warning
         fixture_translator.translate([GERMAN[0], GERMAN[UNCERTAIN]], to="en", from_lang="de", beam_size=1)
@@ -139,7 +141,7 @@ def test_jsonl_says_what_was_detected_and_translated(capsys, monkeypatch, fixtur
     assert [(r["text"], r["language"], r["translated"]) for r in records] == [
         (ENGLISH[0], "en", False), (ENGLISH[0], "de", True), (f"{ENGLISH[1]} {ENGLISH[2]}", "en", True)]
     assert [(s["language"], s["translated"]) for s in records[2]["sentences"]] == [("en", False), ("de", True)]
-    assert all(0.9 <= s["probability"] <= 1 for r in records for s in r["sentences"])
+    assert all(0.9 <= s["probability"] <= 1 and s["detected"] == s["language"] for r in records for s in r["sentences"])
 
 
 @pytest.mark.parametrize("source", ["de", "auto"])
@@ -151,7 +153,7 @@ def test_from_option(capsys, monkeypatch, fixture_bundle, source):
     assert records[0]["text"] == ENGLISH[0] and records[0]["language"] == "de" and records[0]["translated"]
     if source == "de":       # forced: translated, whatever it looks like, with no probability
         assert records[1]["translated"] and records[1]["sentences"] == [
-            {"language": "de", "probability": None, "translated": True}]
+            {"language": "de", "probability": None, "translated": True, "detected": None}]
     else:
         assert records[1]["text"] == ENGLISH[0] and not records[1]["translated"]
 

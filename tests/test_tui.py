@@ -884,6 +884,17 @@ def test_history_keeps_one_entry_per_thing_typed():
         ("Hallo Welt", "de"), ("Hallo Welt", "en"), ("Hund", "en")]
 
 
+def test_kept_counts_every_sentence_taken_as_the_target_language():
+    # A sentence kept although the detector's first guess was a third language still counts as kept.
+    kept = [language_id.SourceLanguage("en", 0.3, translated=False, warning="language uncertain", detected="fr"),
+            language_id.SourceLanguage("en", 0.9, translated=False, detected="en")]
+    translated = [language_id.SourceLanguage("de", 0.2, detected="en")]
+    results = [Translation(text="", tokens=[], score=0.0, hypotheses=[], languages=kept),
+               Translation(text="", tokens=[], score=0.0, hypotheses=[], languages=translated)]
+    outcome = Outcome(0, "", ("de", "en"), "greedy", ["", ""], results, 0.0)
+    assert (outcome.kept, outcome.detected) == (2, "en")
+
+
 # ----- snapshots: layout only, no model, no timings ---------------------------------------------
 
 async def steady_cursor(pilot) -> None:

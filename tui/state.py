@@ -124,13 +124,13 @@ class Outcome:
 
     @property
     def detected(self) -> str | None:
-        """The source language of most sentences (detected, or as given), or None."""
+        """The language most sentences were taken to be in (detected, or as given), or None."""
         found = [s.language for s in self._sentences() if s.language]
         return max(found, key=found.count) if found else None
 
     @property
     def kept(self) -> int:
-        """Sentences left as they are: detected as already in the target language."""
+        """Sentences left as they are: taken to be in the target language already."""
         return sum(1 for s in self._sentences() if not s.translated and s.language == self.direction[1])
 
     def segment(self, row: int):
