@@ -91,14 +91,15 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     # Input: arguments, a whole file (checked before any work), or stdin as a stream.
     total = None
+    endings: list[str] = []         # each input line's own ending, which its text output line repeats (CRLF stays CRLF)
     try:
         if text:
             lines, total = iter(text), len(text)
         elif input_file and input_file != "-":
-            all_lines = read_lines(input_file)
+            all_lines = read_lines(input_file, endings)
             lines, total = iter(all_lines), len(all_lines)
         else:
-            lines = decode_lines(sys.stdin.buffer, "stdin")
+            lines = decode_lines(sys.stdin.buffer, "stdin", endings)
     except InputError as e:
         raise CommandError(str(e)) from None
     interactive = not text and not input_file and sys.stdin.isatty()
@@ -114,7 +115,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         for lineno, tr in enumerate(stream, start=1):
             for w in tr.warnings:
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
-            out.write(record(lineno, tr, fmt, options) + "\n")
+            crlf = fmt == "text" and lineno <= len(endings) and endings[lineno - 1] == "\r\n"
+            out.write(record(lineno, tr, fmt, options) + ("\r\n" if crlf else "\n"))
             if progress:
                 progress.advance(task)
             elif interactive or out is sys.stdout:

@@ -22,15 +22,18 @@ def invalid_utf8(where: str, raw: bytes, error: UnicodeDecodeError, advice: str)
     return InputError(f"{where}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column {error.start + 1}); {advice}")
 
 
-def decode_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
-    """Lines of a binary stream as text, without their line ending ("\\n" or "\\r\\n")."""
+def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None = None) -> Iterator[str]:
+    """Lines of a binary stream as text, without their line ending ("\\n" or "\\r\\n"), which is
+    appended to `endings` if given ("" for a last line without one)."""
     for number, raw in enumerate(stream, start=1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise invalid_utf8(f"{name}, line {number}", raw, e, "convert the file to UTF-8 first") from None
-        if line.endswith("\n"):
-            line = line[:-2] if line.endswith("\r\n") else line[:-1]
+        ending = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
+        line = line[:len(line) - len(ending)]
+        if endings is not None:
+            endings.append(ending)
         if number == 1 and line.startswith("\ufeff"):       # a UTF-8 byte-order mark
             line = line[1:]
         yield line
@@ -64,11 +67,11 @@ def open_binary(path: str | Path) -> BinaryIO:
         raise InputError(f"{path}: cannot open ({e.strerror or e})") from None
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """All lines of a UTF-8 text file (gzip if it ends in .gz)."""
+def read_lines(path: str | Path, endings: list[str] | None = None) -> list[str]:
+    """All lines of a UTF-8 text file (gzip if it ends in .gz); their endings go to `endings` if given."""
     with open_binary(path) as f:
         try:
-            return list(decode_lines(f, str(path)))
+            return list(decode_lines(f, str(path), endings))
         except (OSError, EOFError) as e:   # e.g. a truncated or non-gzip .gz
             raise InputError(f"{path}: cannot read ({e})") from None
 

@@ -60,9 +60,16 @@ def test_stdin_keeps_line_count_and_empty_lines(capsys, monkeypatch):
     assert out2 == out
 
 
-def test_crlf_and_bom_input(capsys, monkeypatch):
-    _, a, _ = cli(capsys, monkeypatch, "--beam-size", "1", stdin=f"\ufeff{GERMAN[0]}\r\n{GERMAN[1]}\r\n".encode())
-    assert a == f"{ENGLISH[0]}\n{ENGLISH[1]}\n"
+def test_crlf_and_bom_input(capsys, monkeypatch, tmp_path):
+    # Each text line keeps its input line's ending (a Windows file stays CRLF); JSON lines end in LF.
+    crlf = f"\ufeff{GERMAN[0]}\r\n\r\n{GERMAN[1]}\n{GERMAN[2]}".encode()
+    _, a, _ = cli(capsys, monkeypatch, "--beam-size", "1", stdin=crlf)
+    assert a == f"{ENGLISH[0]}\r\n\r\n{ENGLISH[1]}\n{ENGLISH[2]}\n"
+    (tmp_path / "in.txt").write_bytes(crlf)
+    code, _, err = cli(capsys, monkeypatch, "--beam-size", "1", "-i", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"))
+    assert code == 0 and (tmp_path / "out.txt").read_bytes() == a.encode()
+    _, jsonl, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--format", "jsonl", stdin=crlf)
+    assert "\r" not in jsonl and len(jsonl.splitlines()) == 4
 
 
 def test_jsonl_carries_scores_nbest_and_timings(capsys, monkeypatch):
