@@ -323,3 +323,14 @@ def test_gpu_note_says_when_ctranslate2_is_not_installed(monkeypatch):
 def test_help_names_every_exit_status():
     result = run_cli("--help")
     assert result.exit_code == 0 and "143 terminated" in result.output
+
+
+def test_shape_specs_of_the_shape_study():
+    from mtkit.benchmarks.shapes import SHAPES, parse_shape
+
+    assert parse_shape("6x2-384-1536") == {"encoder_layers": 6, "decoder_layers": 2, "d_model": 384, "ffn_dim": 1536,
+                                           "n_heads": 6}
+    assert all(parse_shape(s)["d_model"] % 64 == 0 for s in SHAPES)
+    for bad in ("6x2-256", "6-2-256-1024", "6x2-300-1024"):
+        with pytest.raises(SystemExit, match="shape"):
+            parse_shape(bad)
