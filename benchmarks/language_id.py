@@ -8,7 +8,10 @@ translating into the other language. Short inputs are 1, 2
 or 3 consecutive words taken at random from the Tatoeba test sentences (seed 0). French and Czech
 (Multi30k) stand for languages the model does not know.
 
-    python -m mtkit.benchmarks.language_id [--data-dir DIR] [--grid] [--out FILE.json]
+    python -m mtkit.benchmarks.language_id [--data-dir DIR] [--lexicon FILE] [--grid] [--out FILE.json]
+
+Each figure comes twice: with fastText alone, and with the word counts of the shipped model's
+training data weighed in (`runtime/lexicon.py`), as the runtime decides with that bundle.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from pathlib import Path
 
 from mtkit.runtime import language_id
 from mtkit.runtime.data_dir import default_data_dir
+from mtkit.runtime.lexicon import Lexicon
+
+DEFAULT_LEXICON = Path(__file__).resolve().parent.parent / "models" / "de-en" / "lexicon.tsv.gz"
 
 SETS = {   # name: (file under the data directory, language)
     "tatoeba/test.de": ("tatoeba/test.de.gz", "de"), "tatoeba/test.en": ("tatoeba/test.en.gz", "en"),
@@ -61,35 +67,42 @@ def test_sets(data_dir: Path) -> dict[str, tuple[str, list[str]]]:
     return sets
 
 
-def evaluate(sets) -> list[dict]:
+def evaluate(sets, lexicon: Lexicon | None = None) -> list[dict]:
+    """One row per set; with `lexicon`, the decisions are the runtime's with a bundle that has one."""
     rows = []
     for name, (lang, sentences) in sets.items():
         start = time.perf_counter()
-        top = [max(p, key=p.get) for p in map(language_id.probabilities, sentences)]
+        probs = [language_id.probabilities(s) for s in sentences]
+        if lexicon is not None:
+            probs = [lexicon.reweigh(p, s) for p, s in zip(probs, sentences)]
+        top = [max(p, key=p.get) for p in probs]
         row = {"set": name, "language": lang, "n": len(sentences),
                "accuracy": sum(t == lang for t in top) / len(sentences),
                "us_per_sentence": 1e6 * (time.perf_counter() - start) / len(sentences)}
         if lang in OTHER:
-            into_other = [language_id.choose(s, OTHER[lang], [lang]) for s in sentences]
-            into_same = [language_id.choose(s, lang, [OTHER[lang]]) for s in sentences]
+            into_other = [language_id.choose(s, OTHER[lang], [lang], lexicon) for s in sentences]
+            into_same = [language_id.choose(s, lang, [OTHER[lang]], lexicon) for s in sentences]
             row["wrongly_passed_through"] = sum(not c.translated for c in into_other)
             row["warned_when_translating"] = sum(c.warning is not None for c in into_other)
             row["kept_when_already_target"] = sum(not c.translated for c in into_same) / len(sentences)
         else:       # a language the model does not know: translated (as asked), with a warning
-            choices = [language_id.choose(s, "en", ["de"]) for s in sentences]
+            choices = [language_id.choose(s, "en", ["de"], lexicon) for s in sentences]
             row["warned_when_translating"] = sum(c.warning is not None for c in choices)
             row["wrongly_passed_through"] = sum(not c.translated for c in choices)
         rows.append(row)
     return rows
 
 
-def grid(sets) -> list[dict]:
+def grid(sets, lexicon: Lexicon | None = None) -> list[dict]:
     """The two wrong decisions on each de and en set, (source sentences kept, target sentences run
     through the model), for rules that keep a sentence when p(target) >= ratio x p(source); the
     runtime's rule is language_id.KEEP_RATIO. `errors`: both kinds, added up over the whole sentences and the short
     pieces."""
-    probs = {name: (lang, [language_id.probabilities(s) for s in sentences])
-             for name, (lang, sentences) in sets.items() if lang in OTHER}
+    def detect(s):
+        p = language_id.probabilities(s)
+        return lexicon.reweigh(p, s) if lexicon is not None else p
+
+    probs = {name: (lang, [detect(s) for s in sentences]) for name, (lang, sentences) in sets.items() if lang in OTHER}
     out = []
     for ratio in (0.5, 1, 2, 3, 10, 30, 100):
         row = {"keep_ratio": ratio, "errors": {"whole": 0, "short": 0}}
@@ -107,23 +120,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--grid", action="store_true", help="also try other thresholds")
+    parser.add_argument("--lexicon", type=Path, default=DEFAULT_LEXICON,
+                        help="word counts to weigh in, as a bundle's (default: the shipped model's)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args()
     start = time.perf_counter()
     language_id.probabilities("Guten Morgen")
     load_ms = 1000 * (time.perf_counter() - start)
+    start = time.perf_counter()
+    lexicon = Lexicon.load(args.lexicon)
+    lexicon_ms = 1000 * (time.perf_counter() - start)
     sets = test_sets(args.data_dir or default_data_dir())
-    rows = evaluate(sets)
-    print(f"detector load + first call: {load_ms:.0f} ms; kept when p(target) >= {language_id.KEEP_RATIO:g}x p(source), warned when "
-          f"against the first guess or kept under {language_id.SURE_RATIO:g}x")
-    print(f"{'set':34s} {'n':>5s} {'top-1':>7s} {'passed wrongly':>14s} {'kept if target':>14s} {'warned':>7s} {'us/sent':>7s}")
-    for r in rows:
-        kept = f"{r['kept_when_already_target']:.3f}" if "kept_when_already_target" in r else "-"
-        print(f"{r['set']:34s} {r['n']:5d} {r['accuracy']:7.4f} {r['wrongly_passed_through']:14d} {kept:>14s} "
-              f"{r['warned_when_translating']:7d} {r['us_per_sentence']:7.0f}")
-    result = {"load_ms": load_ms, "rows": rows}
+    print(f"detector load + first call: {load_ms:.0f} ms, lexicon load {lexicon_ms:.0f} ms; kept when p(target) >= "
+          f"{language_id.KEEP_RATIO:g}x p(source), warned when against the first guess or kept under "
+          f"{language_id.SURE_RATIO:g}x")
+    result = {"load_ms": load_ms, "lexicon": str(args.lexicon), "lexicon_load_ms": lexicon_ms}
+    for key, lex in (("rows_without_lexicon", None), ("rows", lexicon)):
+        result[key] = rows = evaluate(sets, lex)
+        print(f"\n{'with' if lex else 'without'} the lexicon")
+        print(f"{'set':34s} {'n':>5s} {'top-1':>7s} {'passed wrongly':>14s} {'kept if target':>14s} {'warned':>7s} {'us/sent':>7s}")
+        for r in rows:
+            kept = f"{r['kept_when_already_target']:.3f}" if "kept_when_already_target" in r else "-"
+            print(f"{r['set']:34s} {r['n']:5d} {r['accuracy']:7.4f} {r['wrongly_passed_through']:14d} {kept:>14s} "
+                  f"{r['warned_when_translating']:7d} {r['us_per_sentence']:7.0f}")
     if args.grid:
-        result["grid"] = grid(sets)
+        result["grid_without_lexicon"], result["grid"] = grid(sets), grid(sets, lexicon)
         for g in result["grid"]:
             print(g)
     if args.out:

@@ -1,6 +1,6 @@
 """`export_bundle`: checkpoint -> checked, optimized, parity-tested model bundle.
 
-Steps: load the checkpoint; trace fp32 graphs; fuse them for ONNX Runtime; derive the int8 / fp16
+Steps: load the checkpoint; count the words of its training data (for source-language detection); trace fp32 graphs; fuse them for ONNX Runtime; derive the int8 / fp16
 variants; check every graph (onnx.checker + an ORT session); run parity; write tokenizer,
 config.json and parity.json; rename the staging directory into place. Any failure removes the
 staging directory, so nothing that looks like a bundle is left behind.
@@ -25,6 +25,7 @@ from mtkit.train.checkpoint import load_model
 
 from . import bundle, graphs, int8, optimize, parity, variants
 from .bundle import ExportError
+from .lexicon import training_lexicon
 from .parity import ParityError
 from .search_head import add_search_head
 
@@ -61,7 +62,7 @@ def _noop(message: str) -> None:
 def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | None = None, fp16: bool = False,
                   opset: int = graphs.DEFAULT_OPSET, parity_data: Path | None = None, force: bool = False,
                   archive: bool = False, target_lang: str | None = None, max_sentences: int = parity.MAX_SENTENCES,
-                  progress: Callable[[str], None] = _noop) -> BundleReport:
+                  lexicon_data: Path | None = None, progress: Callable[[str], None] = _noop) -> BundleReport:
     """Export `checkpoint` into a bundle at `out` and return what was written.
 
     Raises CheckpointError (unusable checkpoint), ExportError (bad arguments, existing output,
@@ -79,6 +80,9 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
     bundle.check_tokenizer(ckpt, checkpoint)
     cfg = model.cfg
     data = parity.load_parity_set(ckpt, checkpoint, parity_data, target_lang, max_sentences)  # fail early
+    progress("counting the words of the training data (source-language detection)")
+    lexicon, lexicon_note = training_lexicon(ckpt, lexicon_data)
+    progress(lexicon_note)
 
     staging = bundle.make_staging(target)
     try:
@@ -137,6 +141,9 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
                     entries[variant]["size_bytes"][name] = (staging / name).stat().st_size
 
             config = bundle.build_config(ckpt, checkpoint, entries, {}, opset)
+            if lexicon is not None:
+                lexicon.save(staging / bf.LEXICON_FILE)
+                config.lexicon = bf.LEXICON_FILE
             report = _run_parity(model, sp, ckpt, data, staging, config, progress)
             config.parity = {"file": bf.PARITY_FILE, "passed": report["passed"],
                              **{v: _summary(r) for v, r in report["variants"].items()}}

@@ -33,12 +33,16 @@ EPILOG = "Exit status: 0 written, 1 error, 2 usage, 3 parity failed, 130 interru
               help="Target language of the parity sentences (default: that of the run's dev set).")
 @click.option("--max-sentences", type=click.IntRange(1), default=100, show_default=True,
               help="Parity sentences used at most.")
+@click.option("--lexicon-data", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Run config whose training data's word counts go into the bundle, for --from auto "
+                   "(default: the checkpoint's own run, when its data is readable).")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
 @click.option("--archive", is_flag=True, help="Write a .tar.gz of the bundle instead of a directory.")
 @click.option("--ship", is_flag=True,
               help="Write the edge bundle for models/: int8 graphs plus the checkpoint in half precision "
                    "(fp32 graphs dropped; rebuild them from that checkpoint).")
-def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_sentences, force, archive, ship):
+def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_sentences, lexicon_data, force, archive,
+         ship):
     """Export CHECKPOINT (a .pt written by mt-train) to ONNX graphs, tokenizer, config.json and a
     parity report, checked against the PyTorch model before anything is written."""
     if ship and (archive or fp16):
@@ -69,8 +73,8 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
 
     try:
         with progress:
-            options = dict(parity_data=parity_data, force=force, target_lang=target_lang,
-                           max_sentences=max_sentences, progress=step, **({"opset": opset} if opset else {}))
+            options = dict(parity_data=parity_data, force=force, target_lang=target_lang, max_sentences=max_sentences,
+                           lexicon_data=lexicon_data, progress=step, **({"opset": opset} if opset else {}))
             if ship:
                 report = ship_bundle(checkpoint, target, **options)
             else:

@@ -74,15 +74,20 @@ def default_target(ckpt: Checkpoint, run: RunConfig | None) -> str:
     return sorted(ckpt.language_tags)[0]
 
 
+def checkpoint_run(ckpt: Checkpoint) -> RunConfig | None:
+    """The run config recorded in the checkpoint, or None; DataError, KeyError or TypeError if unreadable."""
+    raw = ckpt.run_config or None
+    # The config file's path anchors a relative data_dir (MT_DATA_DIR overrides it).
+    return RunConfig.from_dict(raw, Path(raw["path"]) if raw.get("path") else None) if raw else None
+
+
 def load_parity_set(ckpt: Checkpoint, checkpoint: Path, parity_data: Path | None, target_lang: str | None,
                     limit: int = MAX_SENTENCES) -> ParitySet:
     """`parity_data` (one source per line, or TSV source<TAB>reference) or else the checkpoint's dev set.
     Unusable data is an ExportError (bad input), not a ParityError (a wrong graph)."""
     run = None
     try:
-        raw = ckpt.run_config or None
-        # The config file's path anchors a relative data_dir (MT_DATA_DIR overrides it).
-        run = RunConfig.from_dict(raw, Path(raw["path"]) if raw.get("path") else None) if raw else None
+        run = checkpoint_run(ckpt)
     except (DataError, KeyError, TypeError) as e:
         if parity_data is None:
             raise ExportError(f"{checkpoint}: cannot read its run config for the dev set ({e}); "

@@ -246,3 +246,28 @@ def load_tokenizer(directory: Path, config: BundleConfig):
         if sp.piece_to_id(language_tag(lang)) != tag_id:
             raise BundleError(f"{path}: language tag {language_tag(lang)} is not id {tag_id} as {bf.CONFIG_FILE} says")
     return sp
+
+
+
+def lexicon_file(directory: Path, config: BundleConfig) -> Path | None:
+    """The bundle's word counts file, present and of its recorded size; None if the bundle has none."""
+    if not config.lexicon:
+        return None
+    path = directory / config.lexicon
+    if not path.is_file():
+        raise BundleError(f"{path}: missing (listed as the lexicon in {bf.CONFIG_FILE})")
+    check_size(directory, config, config.lexicon)
+    return path
+
+
+def read_lexicon(path: Path, config: BundleConfig):
+    """A bundle's `lexicon.Lexicon`, checked against config.json's languages."""
+    from .lexicon import Lexicon
+
+    try:
+        lexicon = Lexicon.load(path)
+    except ValueError as e:
+        raise BundleError(f"{path}: not a lexicon ({e})") from None
+    if unknown := set(lexicon.languages) - set(config.language_tags):
+        raise BundleError(f"{path}: counts for {', '.join(sorted(unknown))}, which this model has no tag for")
+    return lexicon

@@ -10,6 +10,8 @@ A bundle is a directory (or a .tar.gz / .zip of one) holding:
     embedding.int8.bin external data the int8 encoder and decoder share (the int8 vocabulary table,
                        stored once); a variant lists such files under "data"
     parity.json        the export's parity report
+    lexicon.tsv.gz     optional: word counts of the training data per language, which `--from auto`
+                       uses to tell the model's languages apart (`lexicon.py`); named by "lexicon"
 
 config.json's "files" records every other file's sha256 and size ({name: {"sha256", "bytes"}}):
 loading checks the sizes of the files it opens, `mt-models verify` every checksum (`checksums.py`).
@@ -59,6 +61,7 @@ READABLE_VERSIONS = (1, 2)
 CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.model"
 PARITY_FILE = "parity.json"
+LEXICON_FILE = "lexicon.tsv.gz"
 
 VARIANTS = ("fp32", "fp16", "int8")
 
@@ -211,6 +214,7 @@ class BundleConfig:
     provenance: dict = field(default_factory=dict)
     parity: dict = field(default_factory=dict)
     files: dict[str, dict] = field(default_factory=dict)   # name -> {"sha256", "bytes"}; {} = not recorded
+    lexicon: str | None = None              # LEXICON_FILE when the bundle has one (older runtimes ignore it)
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)
 
@@ -235,6 +239,7 @@ class BundleConfig:
             "provenance": self.provenance,
             "parity": self.parity,
             "files": self.files,
+            **({"lexicon": self.lexicon} if self.lexicon else {}),
             **self.extra,
         }
 
@@ -249,7 +254,7 @@ class BundleConfig:
         try:
             model = data["model"]
             known = {"schema_version", "model", "special_ids", "language_tags", "directions",
-                     "tokenizer", "tensors", "variants", "provenance", "parity", "files"}
+                     "tokenizer", "tensors", "variants", "provenance", "parity", "files", "lexicon"}
             config = cls(
                 **{k: int(model[k]) for k in cls.MODEL_KEYS},
                 special_ids={k: int(v) for k, v in data["special_ids"].items()},
@@ -262,6 +267,7 @@ class BundleConfig:
                 parity=dict(data.get("parity", {})),
                 # Older bundles have no "files": no checksums to check, same schema otherwise.
                 files=parse_files(data.get("files", {})),
+                lexicon=str(data["lexicon"]) if data.get("lexicon") else None,
                 schema_version=version,
                 extra={k: v for k, v in data.items() if k not in known},
             )

@@ -11,7 +11,8 @@ as the model's source language. Both wrong decisions do harm: a source sentence 
 untranslated, and a sentence already in the target language run through the model comes out mangled
 ("Good morning" into English gave "Good Morgen"; "Guten Morgen" into German came back in English).
 The rule takes the likelier language, with a lean towards translating, and warns when the call is
-close (benchmarks/language_id.py has the figures).
+close (benchmarks/language_id.py has the figures). A bundle's word counts (`lexicon.py`), where it
+has them, reweigh the model's languages first: fastText alone reads single words poorly.
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ import functools
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import TranslationError
+
+if TYPE_CHECKING:
+    from .lexicon import Lexicon
 
 # Kept when p(target) >= KEEP_RATIO x p(source). Whoever asks for a language mostly gives text in another
 # one, hence the lean. On the test sets (whole sentences, both languages, 32k decisions) this makes 96
@@ -101,13 +106,16 @@ def has_letters(text: str) -> bool:
     return any(c.isalpha() for c in text)
 
 
-def choose(text: str, target: str, sources: list[str]) -> SourceLanguage:
+def choose(text: str, target: str, sources: list[str], lexicon: Lexicon | None = None) -> SourceLanguage:
     """Detect the language of `text` and decide: keep it (already `target`) or translate it from one of
     `sources` (the languages the model translates into `target`), whichever the detector finds likelier.
-    A close call, or a sentence that looks like a language the model does not know, gets a warning."""
+    A close call, or a sentence that looks like a language the model does not know, gets a warning.
+    `lexicon`, the model's word counts, reweighs the model's languages (`lexicon.py`)."""
     if not has_letters(text):                # numbers, symbols, emoji: nothing to tell the language by
         return SourceLanguage(None, None)
     probs = probabilities(text)
+    if lexicon is not None:
+        probs = lexicon.reweigh(probs, text)
     language = max(probs, key=probs.get)
     source = max(sources, key=lambda s: probs.get(s, 0.0))
     p_target, p_source = probs.get(target, 0.0), probs.get(source, 0.0)

@@ -10,6 +10,7 @@ protected spans and numbers back, and put every text together with its original 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -304,6 +305,7 @@ class Translator:
         try:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
+            lexicon_path = bundle.lexicon_file(directory, config)     # read on the first detection
             # A GPU runs one batch at a time best; a 1-thread CPU gains nothing from two.
             batches = parallel_batches or (1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or available_cpus()))
             settings = SessionSettings(threads=threads, parallel_batches=batches, graph_optimization=graph_optimization,
@@ -320,6 +322,7 @@ class Translator:
             batches = 1
         self._setup(backend, tokenizer, config, directory, provider, chosen_variant,
                     max_batch_tokens, max_batch_sentences, batches, pieces)
+        self._lexicon_path = lexicon_path
 
     @classmethod
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
@@ -352,6 +355,18 @@ class Translator:
         self.source_languages = sorted({a for a, _ in self.directions}) or list(config.language_tags)
         self.default_language = "en" if "en" in self.languages else self.languages[0]
         self._lacks = vocabulary_lacks(tokenizer)      # characters kept out of the model (protect.py)
+        self._lexicon_path = None
+
+    @functools.cached_property
+    def lexicon(self):
+        """The bundle's word counts (`lexicon.Lexicon`), which source-language detection weighs in; read
+        on first use; None if the bundle has none."""
+        if self._lexicon_path is None:
+            return None
+        try:
+            return bundle.read_lexicon(self._lexicon_path, self.config)
+        except BundleError as e:
+            raise ModelLoadError(str(e)) from None
 
     def __repr__(self) -> str:
         return f"Translator({str(self.path)!r}, provider={self.provider!r}, variant={self.variant!r})"
@@ -496,7 +511,7 @@ class Translator:
         if from_lang != "auto":
             return SourceLanguage(from_lang, None)
         sources = [a for a, b in self.directions if b == to] or [s for s in self.source_languages if s != to]
-        return language_id.choose(sentence, to, sources)
+        return language_id.choose(sentence, to, sources, self.lexicon)
 
     def unknown_script(self, sentence: str, from_lang: str = "auto") -> SourceLanguage:
         """A sentence with letters but none the vocabulary has (another script): it comes back as it is,

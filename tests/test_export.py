@@ -231,6 +231,31 @@ def test_existing_output_needs_force(fixture_checkpoint, fixture_bundle, tmp_pat
     assert leftovers(tmp_path) == []
 
 
+def test_word_counts_of_the_training_data_go_into_the_bundle(fixture_checkpoint, tmp_path, monkeypatch):
+    from mtkit.runtime.lexicon import Lexicon
+
+    notes = []
+    report = export_bundle(fixture_checkpoint, tmp_path / "b", progress=notes.append, **FAST)
+    config = BundleConfig.load(report.path)
+    assert config.lexicon == bf.LEXICON_FILE and bf.LEXICON_FILE in config.files
+    lexicon = Lexicon.load(report.path / bf.LEXICON_FILE)
+    assert lexicon.languages == ("de", "en") and lexicon.counts[lexicon.index["Ich"]][0] > 0 == lexicon.counts[lexicon.index["Ich"]][1]
+    assert any(n.startswith("lexicon: ") and "words of the training data of fixture" in n for n in notes)
+    # Without the data the bundle is made without counts (detection uses fastText alone), and says so.
+    monkeypatch.setenv("MT_DATA_DIR", str(tmp_path / "nowhere"))
+    notes.clear()
+    (tmp_path / "src.txt").write_text(f"{GERMAN[0]}\n", encoding="utf-8")
+    report = export_bundle(fixture_checkpoint, tmp_path / "c", parity_data=tmp_path / "src.txt", progress=notes.append,
+                           **FAST)
+    assert BundleConfig.load(report.path).lexicon is None and not (report.path / bf.LEXICON_FILE).exists()
+    assert any(n.startswith("no lexicon: cannot read the training data") for n in notes)
+    # Asked for by name, unreadable data is an error, before anything is written.
+    with pytest.raises(ExportError, match="--lexicon-data .*missing.toml"):
+        export_bundle(fixture_checkpoint, tmp_path / "d", parity_data=tmp_path / "src.txt",
+                      lexicon_data=tmp_path / "missing.toml", **FAST)
+    assert not (tmp_path / "d").exists() and leftovers(tmp_path) == []
+
+
 def test_force_replaces_only_a_bundle(fixture_bundle, tmp_path):
     """--force never deletes what is not a bundle: these fail before the checkpoint is read."""
     docs = tmp_path / "mydocs"

@@ -49,7 +49,7 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
     assert wheel.stat().st_size <= MAX_WHEEL_MB * 2**20
     names = zipfile.ZipFile(wheel).namelist()
     for name in ("config.json", "tokenizer.model", "encoder.int8.onnx", "decoder.int8.onnx", "embedding.int8.bin",
-                 "README.md"):
+                 "lexicon.tsv.gz", "README.md"):
         assert f"mtkit/models/de-en/{name}" in names
     assert not any(n.endswith(".pt") for n in names)          # the fp16 checkpoint stays in the checkout
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
@@ -66,7 +66,8 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
         return done.stdout
 
     assert "morning" in run("mt-translate", "Guten Morgen").lower()
-    assert "6 files verified" in run("mt-models", "verify", "de-en")      # the wheel's copy, checked
+    assert run("mt-translate", "--to", "de", "Hund") == "Hund\n"          # the word counts tell it is German
+    assert "7 files verified" in run("mt-models", "verify", "de-en")      # the wheel's copy, checked
     assert re.search(r"^de-en\*\s.*shipped", run("mt-models", "list"), re.M)
 
 
