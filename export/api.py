@@ -1,8 +1,9 @@
 """`export_bundle`: checkpoint -> checked, optimized, parity-tested model bundle.
 
-Steps: load the checkpoint; count the words of its training data (for source-language detection); trace fp32 graphs; fuse them for ONNX Runtime; derive the int8 / fp16
-variants; check every graph (onnx.checker + an ORT session); run parity; write tokenizer,
-config.json and parity.json; rename the staging directory into place. Any failure removes the
+Steps: load the checkpoint; count the words of its training data (for source-language detection);
+trace fp32 graphs; fuse them for ONNX Runtime; derive the int8 / fp16 variants; check every graph
+(onnx.checker + an ORT session); run parity; write tokenizer, word counts, config.json and
+parity.json; rename the staging directory into place. Any failure removes the
 staging directory, so nothing that looks like a bundle is left behind.
 """
 

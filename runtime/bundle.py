@@ -248,7 +248,6 @@ def load_tokenizer(directory: Path, config: BundleConfig):
     return sp
 
 
-
 def lexicon_file(directory: Path, config: BundleConfig) -> Path | None:
     """The bundle's word counts file, present and of its recorded size; None if the bundle has none."""
     if not config.lexicon:
