@@ -54,8 +54,8 @@ def manifest(directory: Path) -> dict[str, dict]:
 
 
 def runtime_files(config: BundleConfig) -> list[str]:
-    """The files a Translator may open: the tokenizer and every variant's graphs and their data."""
-    names = [config.tokenizer]
+    """The files a Translator may open: the tokenizer, the word counts, and every variant's graphs and their data."""
+    names = [config.tokenizer, *([config.lexicon] if config.lexicon else [])]
     for variant, entry in config.variants.items():
         names += [*bf.variant_graphs(variant, entry), *bf.variant_data(entry)]
     return names

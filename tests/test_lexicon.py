@@ -137,3 +137,10 @@ def test_a_lexicon_of_a_language_the_model_lacks_is_refused(tmp_path, fixture_bu
 
 def test_shipped_config_names_its_lexicon():
     assert json.loads((SHIPPED / bf.CONFIG_FILE).read_text())["lexicon"] == bf.LEXICON_FILE
+
+
+def test_mt_models_verify_needs_a_listed_lexicon(tmp_path, fixture_bundle):
+    bundle = with_lexicon(tmp_path, fixture_bundle)
+    assert checksums.verify(bundle).ok
+    (bundle / bf.LEXICON_FILE).unlink()
+    assert checksums.verify(bundle).problems == [f"{bf.LEXICON_FILE}: missing"]
