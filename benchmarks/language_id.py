@@ -72,10 +72,7 @@ def evaluate(sets, lexicon: Lexicon | None = None) -> list[dict]:
     rows = []
     for name, (lang, sentences) in sets.items():
         start = time.perf_counter()
-        probs = [language_id.probabilities(s) for s in sentences]
-        if lexicon is not None:
-            probs = [lexicon.reweigh(p, s) for p, s in zip(probs, sentences)]
-        top = [max(p, key=p.get) for p in probs]
+        top = [max(p, key=p.get) for p in (language_id.detect(s, lexicon) for s in sentences)]
         row = {"set": name, "language": lang, "n": len(sentences),
                "accuracy": sum(t == lang for t in top) / len(sentences),
                "us_per_sentence": 1e6 * (time.perf_counter() - start) / len(sentences)}
@@ -98,11 +95,8 @@ def grid(sets, lexicon: Lexicon | None = None) -> list[dict]:
     through the model), for rules that keep a sentence when p(target) >= ratio x p(source); the
     runtime's rule is language_id.KEEP_RATIO. `errors`: both kinds, added up over the whole sentences and the short
     pieces."""
-    def detect(s):
-        p = language_id.probabilities(s)
-        return lexicon.reweigh(p, s) if lexicon is not None else p
-
-    probs = {name: (lang, [detect(s) for s in sentences]) for name, (lang, sentences) in sets.items() if lang in OTHER}
+    probs = {name: (lang, [language_id.detect(s, lexicon) for s in sentences])
+             for name, (lang, sentences) in sets.items() if lang in OTHER}
     out = []
     for ratio in (0.5, 1, 2, 3, 10, 30, 100):
         row = {"keep_ratio": ratio, "errors": {"whole": 0, "short": 0}}

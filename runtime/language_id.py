@@ -106,6 +106,13 @@ def has_letters(text: str) -> bool:
     return any(c.isalpha() for c in text)
 
 
+def detect(text: str, lexicon: Lexicon | None = None) -> dict[str, float]:
+    """The detector's probability for each language, with the model's languages reweighed by its word
+    counts (`lexicon.py`) when it has them."""
+    probs = probabilities(text)
+    return lexicon.reweigh(probs, text) if lexicon is not None else probs
+
+
 def choose(text: str, target: str, sources: list[str], lexicon: Lexicon | None = None) -> SourceLanguage:
     """Detect the language of `text` and decide: keep it (already `target`) or translate it from one of
     `sources` (the languages the model translates into `target`), whichever the detector finds likelier.
@@ -113,9 +120,7 @@ def choose(text: str, target: str, sources: list[str], lexicon: Lexicon | None =
     `lexicon`, the model's word counts, reweighs the model's languages (`lexicon.py`)."""
     if not has_letters(text):                # numbers, symbols, emoji: nothing to tell the language by
         return SourceLanguage(None, None)
-    probs = probabilities(text)
-    if lexicon is not None:
-        probs = lexicon.reweigh(probs, text)
+    probs = detect(text, lexicon)
     language = max(probs, key=probs.get)
     source = max(sources, key=lambda s: probs.get(s, 0.0))
     p_target, p_source = probs.get(target, 0.0), probs.get(source, 0.0)

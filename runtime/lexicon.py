@@ -94,21 +94,21 @@ class Lexicon:
         return cls(tuple(header[1:]), dict(zip(flat[::k], range(len(flat) // k))), counts, totals)
 
     def log_likelihoods(self, text: str) -> dict[str, float]:
-        """log p(words of `text` | language) for each language, add-one smoothed."""
-        rows = [self.index.get(w, -1) for w in words(text)]
-        counts = np.array([self.counts[r] if r >= 0 else np.zeros(len(self.languages)) for r in rows]).reshape(
-            len(rows), len(self.languages))
-        logp = np.log((counts + 1) / (np.array(self.totals) + len(self.index))).sum(axis=0)
+        """log p(words of `text` | language) for each language, add-one smoothed; {} for a text without
+        words. A word not counted adds log(1 / (total + vocabulary)), as a counted one does with its count + 1."""
+        found = words(text)
+        if not found:
+            return {}
+        rows = [self.index[w] for w in found if w in self.index]
+        logp = np.log(self.counts[rows] + 1).sum(axis=0) - len(found) * np.log(np.array(self.totals) + len(self.index))
         return dict(zip(self.languages, map(float, logp)))
 
     def reweigh(self, probs: dict[str, float], text: str) -> dict[str, float]:
         """`probs` (fastText's, for every language) with the mass of this lexicon's languages shared out
         again in proportion to p_fastText(language) x p(words | language)^WEIGHT."""
-        if not words(text):                                    # no word to go by
-            return probs
         likelihoods = self.log_likelihoods(text)
         mass = sum(probs.get(lang, 0.0) for lang in self.languages)
-        if not mass:
+        if not likelihoods or not mass:                        # no word to go by, or no mass to share
             return probs
         scores = {lang: math.log(max(probs.get(lang, 0.0), 1e-30)) + WEIGHT * likelihoods[lang] for lang in self.languages}
         top = max(scores.values())

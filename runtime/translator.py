@@ -305,7 +305,7 @@ class Translator:
         try:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
-            lexicon_path = bundle.lexicon_file(directory, config)     # read on the first detection
+            lexicon_path = bundle.lexicon_file(directory, config)     # present, of its recorded size
             # A GPU runs one batch at a time best; a 1-thread CPU gains nothing from two.
             batches = parallel_batches or (1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or available_cpus()))
             settings = SessionSettings(threads=threads, parallel_batches=batches, graph_optimization=graph_optimization,
@@ -321,8 +321,7 @@ class Translator:
         if parallel_batches is None and provider == "cuda":   # "auto" chose CUDA, which runs one batch at a time best
             batches = 1
         self._setup(backend, tokenizer, config, directory, provider, chosen_variant,
-                    max_batch_tokens, max_batch_sentences, batches, pieces)
-        self._lexicon_path = lexicon_path
+                    max_batch_tokens, max_batch_sentences, batches, pieces, lexicon_path)
 
     @classmethod
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
@@ -336,7 +335,7 @@ class Translator:
         return self
 
     def _setup(self, backend, tokenizer, config, path, provider, variant, max_batch_tokens, max_batch_sentences,
-               parallel_batches, pieces=None):
+               parallel_batches, pieces=None, lexicon_path=None):
         self.backend = backend
         self.tokenizer = tokenizer
         self.pieces = pieces or Pieces.of_tokenizer(tokenizer)     # for the loop ban (repetition.py)
@@ -355,7 +354,7 @@ class Translator:
         self.source_languages = sorted({a for a, _ in self.directions}) or list(config.language_tags)
         self.default_language = "en" if "en" in self.languages else self.languages[0]
         self._lacks = vocabulary_lacks(tokenizer)      # characters kept out of the model (protect.py)
-        self._lexicon_path = None
+        self._lexicon_path = lexicon_path              # read by `lexicon` on the first detection
 
     @functools.cached_property
     def lexicon(self):

@@ -39,9 +39,8 @@ def spread(old: int, new: int) -> list[int | None]:
 
 def grow_state(source: dict, old_cfg, new_cfg, fresh: dict) -> dict:
     """The grown model's state dict: `source` where it has the weights, `fresh` (a new model of the
-    grown shape) elsewhere, with the branch outputs of added layers and units zeroed."""
-    import torch
-
+    grown shape, fp32) elsewhere, with the branch outputs of added layers and units zeroed; fp32
+    throughout (source values are cast as they are copied in)."""
     grown = {k: v.clone() for k, v in fresh.items()}
     for stack in ("encoder_layers", "decoder_layers"):
         for new_index, old_index in enumerate(spread(getattr(old_cfg, stack), getattr(new_cfg, stack))):
@@ -62,7 +61,7 @@ def grow_state(source: dict, old_cfg, new_cfg, fresh: dict) -> dict:
     for key, value in source.items():
         if not key.startswith(("encoder_layers.", "decoder_layers.")):
             grown[key] = value.to(grown[key].dtype).clone()
-    return {k: v.to(torch.float32) if v.is_floating_point() else v for k, v in grown.items()}
+    return grown
 
 
 def grow_checkpoint(source_path: Path, out: Path, encoder_layers: int | None = None, decoder_layers: int | None = None,
