@@ -24,7 +24,7 @@ import numpy as np
 
 WORD = re.compile(r"\w+(?:[-']\w+)*")
 # Words seen fewer times (each distinct sentence counted once) are left out: for the shipped model 52k
-# words, 0.26 MB compressed, loaded in about 30 ms. On the dev sets (a probe counting the corpus files
+# words, 0.26 MB compressed, loaded in about 30 ms (2-core AMD EPYC). On the dev sets (a probe counting the corpus files
 # as they are) 2 kept twice the words of 5 for 370 wrong decisions on 1-3 word pieces against 389.
 MIN_COUNT = 5
 # How much the word counts weigh against fastText, as an exponent on their likelihood; chosen on Tatoeba
@@ -73,7 +73,7 @@ class Lexicon:
 
     @classmethod
     def load(cls, path: Path) -> "Lexicon":
-        """ValueError for a file that is not a lexicon. Parsed column-wise: about 30 ms for 50k words."""
+        """ValueError for a file that is not a lexicon. Parsed column-wise: about 30 ms for 50k words (AMD EPYC)."""
         import gzip
 
         try:
