@@ -3,8 +3,9 @@
 # lacks, train for at most SECONDS (then mt-train's own SIGINT handling saves last.pt), and put the
 # run's log, metrics and fp16 weights under $OUT in parts under the 16 MiB a returned file may have.
 #   bash devtools/gpu_train.sh SECONDS [CONFIG] [EPOCHS] [mt-train options, e.g. --set optim.max_tokens=16384]
-# The first call starts from the shipped weights (or .gpu/init.pt when present); later calls on the
-# same warm machine resume runs/gpu. The corpora come from .gpu/data (MT_DATA_DIR).
+# The first call starts from the shipped weights (or .gpu/init.pt when present, or the shipped weights
+# grown by mt-grow with GROW="--ffn-dim 2048", say); later calls on the same warm machine resume
+# runs/gpu. The corpora come from .gpu/data.tar.xz (devtools/gpu_prepare.sh), unpacked once.
 set -euo pipefail
 seconds=${1:?seconds to train}
 config=${2:-configs/deen_v2.toml}
@@ -14,11 +15,15 @@ out=${OUT:-/tmp/gpu-out}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 
-if ! python3 -c "import mtkit.train" 2>/dev/null; then
+if ! python3 -P -c "import mtkit.train" 2>/dev/null; then
     if compgen -G ".gpu/whl/*.whl" >/dev/null; then
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .gpu/whl/*.whl
     fi
     python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir .
+fi
+if [[ ! -d .gpu/data ]]; then
+    python3 -c "import tarfile; tarfile.open('.gpu/data.tar.xz').extractall('.gpu', filter='data')"
+    find .gpu/data -type f ! -name '*.gz' -print0 | xargs -0 -n 1 -P "$(nproc)" gzip -1   # the config names .gz files
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
@@ -28,6 +33,9 @@ if [[ -f runs/gpu/checkpoints/last.pt ]]; then
     start=(--resume)
 else
     init=models/de-en/checkpoint.fp16.pt
+    if [[ -n "${GROW:-}" && ! -f .gpu/init.pt ]]; then
+        mt-grow "$init" .gpu/init.pt $GROW
+    fi
     [[ -f .gpu/init.pt ]] && init=.gpu/init.pt
     start=(--init-from "$init")
 fi
@@ -37,7 +45,7 @@ timeout -s INT -k 60 "$seconds" mt-train "$config" "${start[@]}" --epochs "$epoc
 echo "mt-train exit status: $status (124: stopped at the time limit, last.pt saved)"
 
 cp runs/gpu/metrics.jsonl "$out/" 2>/dev/null || true
-python3 - "$out" <<'PY'
+python3 -P - "$out" <<'PY'   # -P: the checkout's own mtkit/ folder must not shadow the installed package
 import sys
 from pathlib import Path
 from mtkit.export.ship import half_precision_checkpoint
