@@ -8,6 +8,7 @@ shows, never sacrebleu or torch).
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import click
@@ -17,6 +18,7 @@ from .cli_options import decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
+TAG = re.compile(r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>", re.I)   # for a hint to use --html
 
 EPILOG = """\b
 Examples:
@@ -24,6 +26,7 @@ Examples:
   mt-translate --to de "Good morning!"
   cat in.de | mt-translate --to en > out.en
   mt-translate -i in.de -o out.en --format jsonl --n-best 3
+  mt-translate --html -i page.de.html -o page.en.html
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -38,20 +41,24 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
               help="text: one line per input (n-best tab-separated); jsonl: scores, tokens, n-best, timings.")
 @decoding_options()
 @click.option("--no-split", is_flag=True, help="Do not split lines into sentences.")
+@click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
+                                          "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
               help="Lines translated together (1 when stdin is a terminal).")
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split,
-         batch_size, list_languages, quiet) -> None:
+         html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     if text and input_file:
         raise click.UsageError("give TEXT arguments or --input, not both")
     if options.return_alignment and fmt != "jsonl":
         raise click.UsageError("--alignment needs --format jsonl")
+    if html and (fmt != "text" or options.num_hypotheses > 1):
+        raise click.UsageError("--html writes the translated page: it takes neither --format jsonl nor --n-best")
 
-    from .text_io import InputError, atomic_output, check_argument, check_output, decode_lines, read_lines
+    from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
 
     # Checked before the model loads: the arguments as a file's lines are, and that -o can be written.
     try:
@@ -104,6 +111,15 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise CommandError(str(e)) from None
     interactive = not text and not input_file and sys.stdin.isatty()
 
+    if html:
+        try:
+            pages = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
+            write_output(output, lambda out: write_pages(out, translator, pages, to, options, from_lang, no_split,
+                                                           newline=bool(text)))
+        except (TranslationError, InputError) as e:
+            raise CommandError(str(e)) from None
+        return
+
     progress = None
     if input_file and input_file != "-" and total and sys.stderr.isatty() and not quiet:
         progress = progress_bar()
@@ -113,6 +129,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                                            batch_size=1 if interactive else batch_size, split_sentences=not no_split)
         task = progress.add_task("translate", total=total) if progress else None
         for lineno, tr in enumerate(stream, start=1):
+            if lineno == 1 and not quiet and len(TAG.findall(tr.source)) >= 2:
+                print(f"{PROG}: note: the input looks like HTML; --html keeps its markup", file=sys.stderr)
             for w in tr.warnings:
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
             crlf = fmt == "text" and lineno <= len(endings) and endings[lineno - 1] == "\r\n"
@@ -126,17 +144,39 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         if progress:
             progress.start()
         try:
-            if output and output != "-":
-                with atomic_output(output) as out:
-                    write_all(out)
-            else:
-                write_all(sys.stdout)
-                sys.stdout.flush()
+            write_output(output, write_all)
         finally:
             if progress:
                 progress.stop()
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
+
+
+def write_output(output: str | None, write) -> None:
+    """`write(stream)` into the file `output`, whole or not at all, or to stdout."""
+    from .text_io import atomic_output
+    if output and output != "-":
+        with atomic_output(output) as out:
+            write(out)
+    else:
+        write(sys.stdout)
+        sys.stdout.flush()
+
+
+def write_pages(out, translator, pages: list[str], to, options, from_lang, no_split: bool, newline: bool) -> None:
+    """--html: each page translated whole; the translator's warnings said with the page they came from."""
+    import warnings
+
+    for number, page in enumerate(pages, start=1):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = translator.translate_html(page, to, options, from_lang=from_lang or "auto",
+                                               split_sentences=not no_split)
+        where = f"page {number}" if len(pages) > 1 else "page"
+        for w in caught:        # the translator counts the page's sentences as its texts
+            message = re.sub(r"^text (\d+):", r"sentence \1:", str(w.message))
+            print(f"{PROG}: warning: {where}: {message}", file=sys.stderr)
+        out.write(result + ("\n" if newline else ""))
 
 
 def record(lineno: int, tr, fmt: str, options) -> str:

@@ -423,6 +423,18 @@ class Translator:
         """
         return self._translate(texts, to, options, from_lang, split_sentences, overrides)
 
+    def translate_html(self, page: str, to: str | None = None, options: DecodeOptions | None = None, *,
+                       from_lang: str = "auto", split_sentences: bool = True, **overrides) -> str:
+        """`page`, an HTML document or fragment, with its text translated and its markup kept
+        (runtime/markup.py): inline elements go back around the words they covered; script, style, pre,
+        code and anything marked translate="no" or class="notranslate" come back unchanged. Options as
+        for `translate`; the best hypothesis is used."""
+        if not isinstance(page, str):
+            raise TranslationError(f"page must be a str, not {type(page).__name__}")
+        from . import markup          # html.parser stays off the start-up path of plain text
+        return markup.translate_html(self, page, to, options, from_lang=from_lang, split_sentences=split_sentences,
+                                     **overrides)
+
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
                    split_sentences: bool, overrides: dict) -> list[Translation]:
         """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line."""
