@@ -103,8 +103,9 @@ class _Reader(HTMLParser):
     def handle_pi(self, data):
         self.events.append(("other", "", f"<?{data}>", {}))
 
-    def unknown_decl(self, data):
-        self.events.append(("other", "", f"<![{data}]>", {}))
+    def unknown_decl(self, data):          # "CDATA[x" of <![CDATA[x]]>; "if IE" of <![if IE]>
+        close = "]>" if data.lower().startswith(("if", "else", "endif")) else "]]>"
+        self.events.append(("other", "", f"<![{data}{close}", {}))
 
 
 def _events(page: str) -> list[tuple[str, str, str, dict]]:

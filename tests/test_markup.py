@@ -104,7 +104,9 @@ def test_entities_and_special_characters_stay_escaped(fixture_translator):
 
 
 @pytest.mark.parametrize("page", ["", "   \n", "<br>", "<p></p>\n<hr/>", "<td>2024</td>", "<p> 3.5 % </p>",
-                                  "<img src=a.png>", "<!DOCTYPE html><html><body></body></html>"])
+                                  "<img src=a.png>", "<!DOCTYPE html><html><body></body></html>",
+                                  "<p><code>x</code></p>", "<![CDATA[ Es ist Frühling. ]]><!--[if IE]><p>x</p><![endif]-->",
+                                  "<?xml version='1.0'?><svg><text>Es ist Frühling.</text></svg>"])
 def test_pages_without_words_come_back_unchanged(fixture_translator, page):
     assert translate(fixture_translator, page) == page
 
