@@ -13,7 +13,7 @@ _EXPORTS = {
     "SourceLanguage": "language_id", "LanguageWarning": "language_id",
     "TranslationError": "errors", "ModelLoadError": "errors", "ProviderError": "errors",
     "BundleError": "bundle_format", "BundleConfig": "bundle_format",
-    "default_model": "bundle",
+    "default_model": "bundle", "Glossary": "glossary", "GlossaryError": "glossary",
 }
 
 __all__ = list(_EXPORTS)

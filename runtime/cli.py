@@ -41,6 +41,9 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
               help="text: one line per input (n-best tab-separated); jsonl: scores, tokens, n-best, timings.")
 @decoding_options()
 @click.option("--no-split", is_flag=True, help="Do not split lines into sentences.")
+@click.option("--glossary", metavar="FILE", help="Terms to translate one way: a UTF-8 file, tab-separated, whose "
+                                                   "first line names its two languages (\"de<TAB>en\"); used "
+                                                   "both ways.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -48,7 +51,7 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split,
-         html, batch_size, list_languages, quiet) -> None:
+         glossary, html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     if text and input_file:
@@ -58,6 +61,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     if html and (fmt != "text" or options.num_hypotheses > 1):
         raise click.UsageError("--html writes the translated page: it takes neither --format jsonl nor --n-best")
 
+    from .glossary import Glossary, GlossaryError
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
 
     # Checked before the model loads: the arguments as a file's lines are, and that -o can be written.
@@ -66,7 +70,9 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             check_argument(argument, f"argument {number}")
         if output and output != "-" and not list_languages:
             check_output(output)
-    except InputError as e:
+        if glossary:
+            glossary = Glossary.read(glossary)
+    except (InputError, GlossaryError) as e:
         raise CommandError(str(e)) from None
 
     if from_lang is None and not list_languages:
@@ -115,7 +121,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         try:
             pages = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
             write_output(output, lambda out: write_pages(out, translator, pages, to, options, from_lang, no_split,
-                                                           newline=bool(text)))
+                                                           glossary, newline=bool(text)))
         except (TranslationError, InputError) as e:
             raise CommandError(str(e)) from None
         return
@@ -126,7 +132,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     def write_all(out) -> None:
         stream = translator.translate_iter(lines, to, options, from_lang=from_lang or "auto",
-                                           batch_size=1 if interactive else batch_size, split_sentences=not no_split)
+                                           batch_size=1 if interactive else batch_size, split_sentences=not no_split,
+                                           glossary=glossary)
         task = progress.add_task("translate", total=total) if progress else None
         for lineno, tr in enumerate(stream, start=1):
             if lineno == 1 and not quiet and len(TAG.findall(tr.source)) >= 2:
@@ -163,7 +170,8 @@ def write_output(output: str | None, write) -> None:
         sys.stdout.flush()
 
 
-def write_pages(out, translator, pages: list[str], to, options, from_lang, no_split: bool, newline: bool) -> None:
+def write_pages(out, translator, pages: list[str], to, options, from_lang, no_split: bool, glossary,
+                newline: bool) -> None:
     """--html: each page translated whole; the translator's warnings said with the page they came from."""
     import warnings
 
@@ -171,7 +179,7 @@ def write_pages(out, translator, pages: list[str], to, options, from_lang, no_sp
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = translator.translate_html(page, to, options, from_lang=from_lang or "auto",
-                                               split_sentences=not no_split)
+                                               split_sentences=not no_split, glossary=glossary)
         where = f"page {number}" if len(pages) > 1 else "page"
         for w in caught:        # the translator counts the page's sentences as its texts
             message = re.sub(r"^text (\d+):", r"sentence \1:", str(w.message))

@@ -39,7 +39,7 @@ LETTER = re.compile(r"[^\W\d_]")
 
 
 def translate_html(translator, page: str, to=None, options=None, *, from_lang: str = "auto",
-                   split_sentences: bool = True, **overrides) -> str:
+                   split_sentences: bool = True, glossary=None, **overrides) -> str:
     """`page` (a document or a fragment) with its text translated by `translator` and its markup kept."""
     chunks = _chunks(_events(page))
     blocks = [_Block(c) for c in chunks if isinstance(c, list)]
@@ -51,7 +51,8 @@ def translate_html(translator, page: str, to=None, options=None, *, from_lang: s
                   if LETTER.search(ATOM_REF.sub("", text)) and _needs_alignment(words) == align]   # words: not only
         if wanted:                                                                              # markup, numbers
             found = translator.translate([texts[i] for i in wanted], to, options, from_lang=from_lang,
-                                         split_sentences=False, return_alignment=align, **overrides)
+                                         split_sentences=False, glossary=glossary, return_alignment=align,
+                                         **overrides)
             results.update(zip(wanted, found))
     for i, (block, words) in enumerate(units):
         block.targets += _carry_over(words, results.get(i))

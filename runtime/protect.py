@@ -37,9 +37,10 @@ PLACEHOLDERS = ("Tom", "Peter", "Anna", "Thomas", "Daniel", "Martin", "Frank", "
 
 @dataclass
 class Span:
-    original: str
+    original: str              # what goes back: the span as written, or a glossary term's translation
     placeholder: str | None    # None: removed from the source (characters the vocabulary lacks)
     position: float            # share of the masked text's words before it, 0..1 (where to put it back)
+    term: bool = False         # a glossary term: capitalized when it opens the sentence
 
 
 @dataclass
@@ -87,21 +88,26 @@ def unknown_runs(text: str, is_unknown: Callable[[str], bool]) -> list[tuple[int
     return runs
 
 
-def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS) -> Masked:
-    """`text` with URLs, e-mail addresses and inline code replaced by placeholders it does not otherwise
-    contain, and runs of unknown characters taken out (the model would hallucinate on their bytes)."""
-    found = [(m.start(), m.end(), True) for m in PROTECTED.finditer(text)]
-    found += [(a, b, False) for a, b in unknown_runs(text, is_unknown) if not any(s <= a < e for s, e, _ in found)]
+def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS, terms=None) -> Masked:
+    """`text` with URLs, e-mail addresses, inline code and the glossary's `terms` (glossary.Terms)
+    replaced by placeholders it does not otherwise contain, and runs of unknown characters taken out
+    (the model would hallucinate on their bytes)."""
+    found = [(m.start(), m.end(), True, None) for m in PROTECTED.finditer(text)]
+    found += [(a, b, True, term) for a, b, term in (terms.find(text) if terms else [])
+              if not any(s < b and a < e for s, e, *_ in found)]
+    found += [(a, b, False, None) for a, b in unknown_runs(text, is_unknown)
+              if not any(s <= a < e for s, e, *_ in found)]
     if not found:
         return Masked(text)
     free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text))
     out, spans, last = [], [], 0
-    for start, end, replace in sorted(found):
+    for start, end, replace, term in sorted(found, key=lambda f: f[:2]):
         placeholder = next(free, None) if replace else None
         if replace and placeholder is None:        # more spans than placeholders: the rest go to the model
             continue
         out += [text[last:start], placeholder or ""]
-        spans.append(Span(text[start:end], placeholder, len("".join(out).split())))
+        spans.append(Span(term if term is not None else text[start:end], placeholder, len("".join(out).split()),
+                          term=term is not None))
         last = end
     out.append(text[last:])
     masked = re.sub(r"\s+(?=[.,!?;:])", "", re.sub(r"[ \t]{2,}", " ", "".join(out))).strip()
@@ -118,12 +124,19 @@ def unmask(translation: str, spans: list[Span]) -> str:
     for span in spans:
         pattern = re.compile(rf"\b{span.placeholder}\b") if span.placeholder else None
         if pattern and pattern.search(translation):
-            translation = pattern.sub(lambda m: span.original, translation, count=1)
+            translation = pattern.sub(lambda m: opening(span, m.start()), translation, count=1)
             if pattern.search(translation):                             # repeated: keep one
                 translation = re.sub(r" +(?=[.,!?;:]|$)| (?= )", "", pattern.sub("", translation))
         else:
             dropped.append(span)
     return insert_at(translation, dropped)
+
+
+def opening(span: Span, at: int) -> str:
+    """A span's text where it lands: a lower-case glossary term that opens the sentence gets a capital."""
+    if span.term and at == 0 and span.original.islower():
+        return span.original[0].upper() + span.original[1:]
+    return span.original
 
 
 def insert_at(text: str, spans: list[Span]) -> str:

@@ -29,6 +29,7 @@ from . import bundle, language_id
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
+from .glossary import Glossary
 from .decode_options import DecodeOptions
 from .language_id import LanguageWarning, SourceLanguage
 from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
@@ -125,6 +126,12 @@ def as_texts(texts: Iterable[str] | str) -> Iterable[str]:
 def language_code(code: str | None) -> str | None:
     """Language codes are case-insensitive: "DE" is "de", as bundles spell them."""
     return code.lower() if isinstance(code, str) else code
+
+
+def check_glossary(glossary) -> None:
+    if glossary is not None and not isinstance(glossary, Glossary):
+        raise TypeError(f"glossary must be a Glossary (Glossary.read(path) or Glossary.from_pairs(...)), "
+                        f"not {type(glossary).__name__}")
 
 
 def check_count(name: str, value, optional: bool = False) -> None:
@@ -407,7 +414,8 @@ class Translator:
     # Translation.
 
     def translate(self, texts: list[str] | str, to: str | None = None, options: DecodeOptions | None = None, *,
-                  from_lang: str = "auto", split_sentences: bool = True, **overrides) -> list[Translation]:
+                  from_lang: str = "auto", split_sentences: bool = True, glossary: Glossary | None = None,
+                  **overrides) -> list[Translation]:
         """Translate each text into `to` (default "en" if the model has it, else its first language).
 
         `options` is a `DecodeOptions` (default: its defaults, beam search of width 4); `overrides` are
@@ -418,13 +426,15 @@ class Translator:
         Output is at most max_length_ratio * source tokens + 10 (and the model's maximum).
         from_lang "auto" detects the language of each sentence and leaves one already in `to` unchanged
         (`Translation.languages` says which); a language code translates every sentence from it.
-        split_sentences translates a paragraph sentence by sentence. Returns one Translation per text,
+        split_sentences translates a paragraph sentence by sentence. A `Glossary` (runtime/glossary.py)
+        fixes the translation of its terms in the sentences of its two languages. Returns one Translation per text,
         in order (a str gives a list of one). Language codes are case-insensitive.
         """
-        return self._translate(texts, to, options, from_lang, split_sentences, overrides)
+        return self._translate(texts, to, options, from_lang, split_sentences, overrides, glossary)
 
     def translate_html(self, page: str, to: str | None = None, options: DecodeOptions | None = None, *,
-                       from_lang: str = "auto", split_sentences: bool = True, **overrides) -> str:
+                       from_lang: str = "auto", split_sentences: bool = True, glossary: Glossary | None = None,
+                       **overrides) -> str:
         """`page`, an HTML document or fragment, with its text translated and its markup kept
         (runtime/markup.py): inline elements go back around the words they covered; script, style, pre,
         code and anything marked translate="no" or class="notranslate" come back unchanged. Options as
@@ -433,16 +443,17 @@ class Translator:
             raise TranslationError(f"page must be a str, not {type(page).__name__}")
         from . import markup          # html.parser stays off the start-up path of plain text
         return markup.translate_html(self, page, to, options, from_lang=from_lang, split_sentences=split_sentences,
-                                     **overrides)
+                                     glossary=glossary, **overrides)
 
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
-                   split_sentences: bool, overrides: dict) -> list[Translation]:
+                   split_sentences: bool, overrides: dict, glossary: Glossary | None = None) -> list[Translation]:
         """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line."""
         texts = list(as_texts(texts))
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
         to, from_lang = language_code(to), language_code(from_lang)
+        check_glossary(glossary)
         tag = self.tag_id(to)
         to = to or self.default_language
         if from_lang != "auto":
@@ -477,6 +488,9 @@ class Translator:
                     if not language.translated:
                         segments[-1].kept = plain
                         continue
+                    if glossary and (terms := glossary.terms(language.language, to)):
+                        segments[-1].masked = mask(plain, self._lacks, terms=terms)
+                        core = segments[-1].masked.text
                     owners.append((i, len(segments) - 1))
                     cores.append(core)
             layouts.append(segments)
@@ -536,7 +550,7 @@ class Translator:
 
     def translate_iter(self, texts: Iterable[str], to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", batch_size: int = 32, split_sentences: bool = True,
-                       **overrides) -> Iterator[Translation]:
+                       glossary: Glossary | None = None, **overrides) -> Iterator[Translation]:
         """Translate a stream, `batch_size` texts at a time, yielding results in input order as soon as
         each batch is done; a str is one text. Options as for `translate`; they are checked when the first
         result is asked for, before the first text is read."""
@@ -547,9 +561,10 @@ class Translator:
         if from_lang != "auto":
             self.target_from(from_lang, to or self.default_language)
         opts = self.decode_options(options, **overrides)      # fail before reading
+        check_glossary(glossary)
         iterator = iter(texts)
         while batch := list(itertools.islice(iterator, batch_size)):
-            yield from self._translate(batch, to, opts, from_lang, split_sentences, {})
+            yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary)
 
     def _assemble(self, text: str, segments: list[_Segment], sources, results, opts: DecodeOptions,
                   text_warnings: list[str]) -> Translation:

@@ -1,0 +1,114 @@
+"""A glossary: terms that must be translated one way (a product's names, its UI words), for
+`translate(..., glossary=...)` and `mt-translate --glossary FILE`.
+
+A term found in a sentence (whole words, any case) stands behind a placeholder name while the model
+translates, as a URL does (runtime/protect.py), and the glossary's translation takes the name's
+place. One glossary serves both directions of a model: a German-English one also gives the German
+term for the English one. The model never sees the term, so it cannot inflect around it: "Der Datei"
+can come out of a placeholder where German wants "Die Datei".
+
+File format (UTF-8, tab-separated): a first line naming the two languages, then one term and its
+translation per line; blank lines and lines starting with "#" are skipped.
+
+    de	en
+    Datei	file
+    Speicherort	location
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import TranslationError
+
+
+class GlossaryError(TranslationError):
+    """An unreadable or malformed glossary; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A glossary's terms for one direction: each source term (lower-cased) and its translation."""
+
+    translations: dict[str, str]
+    pattern: re.Pattern = field(init=False, repr=False)
+
+    def __post_init__(self):
+        alternatives = "|".join(re.escape(t) for t in sorted(self.translations, key=len, reverse=True))
+        object.__setattr__(self, "pattern", re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE))
+
+    def find(self, text: str) -> list[tuple[int, int, str]]:
+        """(start, end, translation) of each term in `text`, longest first where terms overlap."""
+        return [(m.start(), m.end(), self.translations[m.group().lower()]) for m in self.pattern.finditer(text)]
+
+
+@dataclass(frozen=True)
+class Glossary:
+    source: str
+    target: str
+    entries: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def from_pairs(cls, source: str, target: str, pairs) -> Glossary:
+        """A glossary from (term, translation) pairs in the languages `source` and `target`."""
+        entries = tuple((str(a).strip(), str(b).strip()) for a, b in pairs)
+        if not source or not target or source.lower() == target.lower():
+            raise GlossaryError(f"a glossary needs two different languages, not {source!r} and {target!r}")
+        for a, b in entries:
+            if not a or not b:
+                raise GlossaryError(f"glossary entry ({a!r}, {b!r}): a term and its translation must not be empty")
+        seen: dict[str, str] = {}
+        for a, b in entries:
+            if seen.setdefault(a.lower(), b) != b:
+                raise GlossaryError(f"glossary: {a!r} is given two translations, {seen[a.lower()]!r} and {b!r}")
+        return cls(source.lower(), target.lower(), entries)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Glossary:
+        """A glossary file (the format above); a GlossaryError names the file and line at fault."""
+        try:
+            lines = Path(path).read_bytes().decode("utf-8-sig").splitlines()
+        except OSError as e:
+            raise GlossaryError(f"{path}: cannot read the glossary ({e.strerror or e})") from None
+        except UnicodeDecodeError as e:
+            raise GlossaryError(f"{path}: not UTF-8 (byte {e.object[e.start]:#x} at offset {e.start})") from None
+        rows = [(n, line.split("\t")) for n, line in enumerate(lines, start=1)
+                if line.strip() and not line.lstrip().startswith("#")]
+        if not rows or len(rows[0][1]) != 2 or not all(re.fullmatch(r"[A-Za-z]{2,3}", c.strip()) for c in rows[0][1]):
+            raise GlossaryError(f"{path}, line {rows[0][0] if rows else 1}: the first line must name the two languages, "
+                                f"tab-separated (e.g. \"de<TAB>en\")")
+        for n, fields in rows[1:]:
+            if len(fields) != 2 or not all(f.strip() for f in fields):
+                raise GlossaryError(f"{path}, line {n}: expected a term and its translation, separated by one tab")
+        (_, (source, target)), pairs = rows[0], [fields for _, fields in rows[1:]]
+        try:
+            return cls.from_pairs(source.strip(), target.strip(), pairs)
+        except GlossaryError as e:
+            raise GlossaryError(f"{path}: {e}") from None
+
+    def terms(self, source: str | None, target: str) -> Terms | None:
+        """The terms to apply to a sentence in `source` translated into `target`: the entries as given,
+        reversed for the other direction (a translation given for two terms keeps the first), or None."""
+        if (source, target) == (self.source, self.target):
+            return self._forward
+        if (source, target) == (self.target, self.source):
+            return self._backward
+        return None
+
+    @functools.cached_property
+    def _forward(self) -> Terms | None:
+        return _terms(self.entries)
+
+    @functools.cached_property
+    def _backward(self) -> Terms | None:
+        return _terms((b, a) for a, b in self.entries)
+
+
+def _terms(pairs) -> Terms | None:
+    translations: dict[str, str] = {}
+    for a, b in pairs:
+        translations.setdefault(a.lower(), b)
+    return Terms(translations) if translations else None

@@ -1,0 +1,131 @@
+"""Glossaries (runtime/glossary.py): reading the file, finding terms, and the terms' translations in
+what `translate`, `translate_html` and `mt-translate --glossary` give back."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from mtkit.runtime.cli import main
+from mtkit.runtime.glossary import Glossary, GlossaryError
+from mtkit.runtime.protect import mask, unmask
+
+
+def write(tmp_path, text: str | bytes, name: str = "glossary.tsv"):
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def test_read_skips_comments_and_blank_lines(tmp_path):
+    path = write(tmp_path, "\ufeffde\ten\n# the app's words\n\nDatei\tfile\r\nSpeicherort\t storage location \n")
+    g = Glossary.read(path)
+    assert (g.source, g.target) == ("de", "en")
+    assert g.entries == (("Datei", "file"), ("Speicherort", "storage location"))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Datei\tfile\n", "line 1: the first line must name the two languages"),
+    ("de en\nDatei\tfile\n", "line 1: the first line must name the two languages"),
+    ("", "line 1: the first line must name the two languages"),
+    ("de\ten\nDatei file\n", "line 2: expected a term and its translation"),
+    ("de\ten\nDatei\tfile\tx\n", "line 2: expected a term and its translation"),
+    ("de\ten\n\nDatei\t \n", "line 3: expected a term and its translation"),
+    ("de\ten\nDatei\tfile\ndatei\trecord\n", "'datei' is given two translations, 'file' and 'record'"),
+    ("de\tde\nDatei\tDatei\n", "two different languages"),
+])
+def test_a_malformed_file_names_its_line(tmp_path, text, message):
+    with pytest.raises(GlossaryError, match=message):
+        Glossary.read(write(tmp_path, text))
+
+
+def test_unreadable_files_are_clear_errors(tmp_path):
+    with pytest.raises(GlossaryError, match="not UTF-8"):
+        Glossary.read(write(tmp_path, "de\ten\nStraße\tstreet\n".encode("latin-1")))
+    with pytest.raises(GlossaryError, match="cannot read the glossary"):
+        Glossary.read(tmp_path / "missing.tsv")
+
+
+def test_terms_are_whole_words_in_any_case_longest_first():
+    g = Glossary.from_pairs("de", "en", [("Datei", "file"), ("Cloud Sync", "CloudSync"), ("Cloud Sync Server", "CSS"),
+                                         ("C++", "C++")])
+    terms = g.terms("de", "en")
+    text = "Dateien, Datei. DATEI cloud sync server und Cloud Sync mit C++"
+    assert [(text[a:b], t) for a, b, t in terms.find(text)] == [
+        ("Datei", "file"), ("DATEI", "file"), ("cloud sync server", "CSS"), ("Cloud Sync", "CloudSync"), ("C++", "C++")]
+
+
+def test_one_glossary_serves_both_directions_and_no_other():
+    g = Glossary.from_pairs("de", "en", [("Datei", "file"), ("Akte", "file")])
+    assert g.terms("en", "de").find("the file") == [(4, 8, "Datei")]      # reversed: the first one given wins
+    assert g.terms("de", "de") is None and g.terms("fr", "en") is None
+
+
+def test_mask_puts_the_translation_behind_a_placeholder():
+    terms = Glossary.from_pairs("de", "en", [("Datei", "file"), ("iPhone", "iPhone")]).terms("de", "en")
+    masked = mask("Datei auf https://datei.example laden, dann iPhone.", lambda c: False, terms=terms)
+    assert "Datei" not in masked.text and "iPhone" not in masked.text
+    assert [(s.original, s.term) for s in masked.spans] == [("file", True), ("https://datei.example", False),
+                                                            ("iPhone", True)]
+    names = [s.placeholder for s in masked.spans]
+    translation = f"{names[0]} load on {names[1]}, then {names[2]}."
+    assert unmask(translation, masked.spans) == "File load on https://datei.example, then iPhone."
+    # Capitals only where a lower-case term opens the sentence; "iPhone" stays as written there too.
+    assert unmask(f"Then {names[2]} {names[0]} {names[1]}.", masked.spans) == "Then iPhone file https://datei.example."
+    assert unmask(f"{names[2]} {names[0]} {names[1]}.", masked.spans) == "iPhone file https://datei.example."
+
+
+def test_a_term_the_model_drops_still_comes_back():
+    terms = Glossary.from_pairs("de", "en", [("Datei", "record")]).terms("de", "en")
+    masked = mask("Die Datei ist weg.", lambda c: False, terms=terms)
+    assert "record" in unmask("It is gone.", masked.spans)
+
+
+# ----- through the translator (the fixture model) -------------------------------------------------
+
+def test_translations_carry_the_glossary_terms(fixture_translator):
+    g = Glossary.from_pairs("de", "en", [("Bananen", "plantains"), ("Glas Wasser", "Wasserglas")])
+    plain = fixture_translator.translate([GERMAN[16], GERMAN[5], GERMAN[0]], from_lang="de", beam_size=1)
+    with_terms = fixture_translator.translate([GERMAN[16], GERMAN[5], GERMAN[0]], from_lang="de", beam_size=1,
+                                              glossary=g)
+    assert [t.text for t in plain] == [ENGLISH[16], ENGLISH[5], ENGLISH[0]]
+    assert "Plantains" in with_terms[0].text or "plantains" in with_terms[0].text
+    assert "Wasserglas" in with_terms[1].text
+    assert with_terms[2].text == ENGLISH[0]                  # no term in it: unchanged
+
+
+def test_the_glossary_works_the_other_way_and_in_html(fixture_translator):
+    g = Glossary.from_pairs("de", "en", [("Bananen", "plantains")])
+    [tr] = fixture_translator.translate("Bananas are delicious.", to="de", from_lang="en", beam_size=1, glossary=g)
+    assert "Bananen" in tr.text
+    page = fixture_translator.translate_html(f"<p><b>{GERMAN[16]}</b></p>", from_lang="de", beam_size=1, glossary=g)
+    assert "lantains" in page and page.startswith("<p><b>") and page.endswith("</b></p>")
+
+
+def test_a_glossary_must_be_a_glossary(fixture_translator):
+    with pytest.raises(TypeError, match="glossary must be a Glossary"):
+        fixture_translator.translate("Hallo", glossary={"Hallo": "Hi"})
+    with pytest.raises(TypeError, match="glossary must be a Glossary"):
+        next(fixture_translator.translate_iter(["Hallo"], glossary={"Hallo": "Hi"}))
+
+
+@pytest.fixture
+def model(fixture_bundle, monkeypatch):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+
+
+def test_cli_glossary(model, tmp_path, capsys):
+    path = write(tmp_path, "de\ten\nBananen\tplantains\n")
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de",
+                                   "--glossary", str(path), GERMAN[16], GERMAN[0]], capsys)
+    assert code == 0 and err == ""
+    first, second = out.splitlines()
+    assert "lantains" in first and second == ENGLISH[0]
+
+
+def test_cli_bad_glossary_is_one_line_before_the_model_loads(model, tmp_path, capsys):
+    path = write(tmp_path, "Bananen\tplantains\n")
+    code, out, err = invoke(main, ["--glossary", str(path), "-m", str(tmp_path / "no-model"), "Hallo"], capsys)
+    assert code == 1 and out == ""
+    assert err.strip() == (f"mt-translate: error: {path}, line 1: the first line must name the two languages, "
+                           f"tab-separated (e.g. \"de<TAB>en\")")
