@@ -41,7 +41,17 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
     With `parallel_batches` > 1, that many batches decode at once, in threads: ONNX Runtime releases
     the GIL while it runs, and a decoder step's kernels are too small to keep every core busy from
     one batch. Each batch then gets that share of the token and row budget, so the rows in flight,
-    and the memory their caches take, stay as with one batch at a time."""
+    and the memory their caches take, stay as with one batch at a time.
+
+    A source given more than once (a subtitle's "Yes.", a page's menu) is decoded once and its result
+    shared, except when sampling, where each is its own draw."""
+    if not opts.sampling:
+        unique: dict[tuple[int, ...], int] = {}
+        index = [unique.setdefault(tuple(s), len(unique)) for s in sources]
+        if len(unique) < len(sources):
+            decoded_once = decode_all(backend, [list(s) for s in unique], opts, max_tokens, max_sentences,
+                                      parallel_batches, pieces)
+            return [decoded_once[i] for i in index]
     results: list[Result | None] = [None] * len(sources)
     rows = max(opts.beam_size, 1) * max(parallel_batches, 1)
     batches = list(length_batches([len(s) for s in sources], max_tokens // rows, max(max_sentences // rows, 1)))

@@ -629,6 +629,17 @@ def test_decode_all_in_batches_equals_decoding_each_source_alone(options):
             assert_hyps(result, [greedy_walk(model, src, opts)])
 
 
+def test_a_source_given_twice_is_decoded_once_unless_sampling():
+    model = random_model(3, dense=True)
+    sources = [[A, B], [C], [A, B], [A, B]]
+    backend = TableBackend(model)
+    results = decode_all(backend, sources, greedy_unless(beam_size=2, max_length_ratio=1.0, max_length_extra=2))
+    assert results[0] is results[2] is results[3] and results[1] is not results[0]
+    sampled = decode_all(TableBackend(model), sources, greedy_unless(sampling=True, seed=1, max_length_ratio=1.0,
+                                                                      max_length_extra=2))
+    assert len({id(r) for r in sampled}) == 4
+
+
 @BACKENDS
 def test_each_row_keeps_its_own_table_through_reorders(backend_cls):
     """Three different hand tables in one beam batch: rows are repeated, reordered and dropped."""
