@@ -1,4 +1,4 @@
-"""What all six commands share: exit codes, --version, and no traceback for what the user can fix.
+"""What all the commands share: exit codes, --version, and no traceback for what the user can fix.
 
 Exit status: 0 done, 1 error, 2 usage (a bad flag or argument), 130 interrupted (Ctrl-C), 143
 terminated (SIGTERM: timeout, docker stop, systemd), and the special ones a command documents

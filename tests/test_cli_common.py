@@ -1,4 +1,4 @@
-"""What the six commands share (runtime/cli_support.py, runtime/cli_options.py): the same options with
+"""What the commands share (runtime/cli_support.py, runtime/cli_options.py): the same options with
 the same help, --version, the exit statuses, and one line instead of a traceback when an extra is
 missing.
 
@@ -23,7 +23,7 @@ import mtkit
 from conftest import GERMAN, ENGLISH, ORT_THREADS
 
 BIN = Path(sys.executable).parent
-COMMANDS = ["mt-translate", "mt-eval", "mt-tui", "mt-train", "mt-export", "mt-bench"]
+COMMANDS = ["mt-translate", "mt-eval", "mt-tui", "mt-serve", "mt-train", "mt-export", "mt-bench"]
 EXTRAS = "onnxruntime,torch,ctranslate2"
 TATOEBA = Path(__file__).parent / "fixtures" / "tatoeba"
 
@@ -81,6 +81,7 @@ def test_help_version_and_usage_errors_need_no_extra(without, command):
     (EXTRAS, "mt-translate", ["Tom nickt."], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
     (EXTRAS, "mt-eval", ["-s", TATOEBA / "dev.de", "-r", TATOEBA / "dev.en"], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
     (EXTRAS, "mt-tui", [], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
+    (EXTRAS, "mt-serve", ["--port", "0"], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
     (EXTRAS, "mt-eval", ["-m", "CHECKPOINT", "-s", TATOEBA / "dev.de", "-r", TATOEBA / "dev.en"], ["'mtkit[train]'"]),
     (EXTRAS, "mt-train", ["configs/multi30k_de_en.toml"], ["'mtkit[train]'"]),
     (EXTRAS, "mt-export", ["CHECKPOINT"], ["'mtkit[train]'"]),

@@ -1,0 +1,71 @@
+"""`mt-serve`: a model behind LibreTranslate's HTTP API on this machine (runtime/server.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .cli_options import MODEL, PROVIDER, THREADS, VARIANT, decoding_options
+from .cli_support import CommandError, command, run_and_exit
+
+PROG = "mt-serve"
+
+EPILOG = """\b
+Examples:
+  mt-serve                                   # the shipped model on http://127.0.0.1:5000
+  curl -s localhost:5000/translate -H 'Content-Type: application/json' \\
+       -d '{"q": "Guten Morgen", "source": "auto", "target": "en"}'
+  mt-serve --port 8080 --beam-size 1         # greedy: quicker answers
+
+Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted (Ctrl-C), 143 terminated."""
+
+
+@command(PROG, epilog=EPILOG)
+@MODEL
+@PROVIDER
+@VARIANT
+@THREADS
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0: every interface; there is no authentication).")
+@click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True, help="Port (0: any free one).")
+@click.option("--char-limit", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
+              help="The most characters one request may ask to translate.")
+@click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
+@decoding_options()
+def main(model, provider, variant, threads, host, port, char_limit, quiet, options) -> None:
+    """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages."""
+    import warnings
+
+    from .errors import TranslationError
+    from .language_id import LanguageWarning
+    from .server import Service, make_server
+    from .translator import LongInputWarning, Translator
+
+    warnings.simplefilter("ignore", LongInputWarning)      # a request's own business, not the server log's
+    warnings.simplefilter("ignore", LanguageWarning)
+    try:
+        translator = Translator(model, provider=provider, threads=threads, variant=variant)
+        translator.decode_options(options)
+    except TranslationError as e:
+        raise CommandError(str(e)) from None
+    try:
+        server = make_server(Service(translator, options, char_limit), host, port, quiet=quiet)
+    except OSError as e:
+        raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None
+    bound_host, bound_port = server.server_address[:2]
+    print(f"{PROG}: {translator.path} ({translator.provider}, {translator.variant}; "
+          f"{', '.join(f'{a}->{b}' for a, b in translator.directions) or ', '.join(translator.languages)}) "
+          f"on http://{bound_host}:{bound_port}; Ctrl-C stops it", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+def run() -> None:
+    run_and_exit(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,203 @@
+"""Translation over HTTP on this machine, in LibreTranslate's API (`mt-serve`), so that its clients,
+and anything that speaks JSON, can use a local model:
+
+    POST /translate  {"q": "Guten Morgen" or [...], "source": "auto", "target": "en", "format": "text" or
+                      "html", "alternatives": 0}  ->  {"translatedText": ..., "detectedLanguage":
+                      {"language": "de", "confidence": 96.5}, "alternatives": [...]}
+    POST /detect     {"q": "Guten Morgen"}  ->  [{"language": "de", "confidence": 96.5}, ...]
+    GET  /languages  ->  [{"code": "de", "name": "German", "targets": ["en"]}, ...]
+
+Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits)
+and {"error": "..."}. One Translator serves every request; requests run at once in threads
+(ONNX Runtime releases the GIL, and the Translator is safe to share). `api_key` is accepted and
+ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from . import language_id
+from .decode_options import DecodeOptions
+from .errors import TranslationError
+
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "bg": "Bulgarian", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek", "en": "English",
+    "es": "Spanish", "et": "Estonian", "fi": "Finnish", "fr": "French", "hu": "Hungarian", "it": "Italian",
+    "ja": "Japanese", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "nl": "Dutch", "no": "Norwegian",
+    "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian",
+    "sv": "Swedish", "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese",
+}
+
+
+class RequestError(Exception):
+    """A request the server refuses: its HTTP status and the message for the client."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Service:
+    """What the endpoints do, apart from HTTP: one Translator, the decoding options every request
+    starts from, and the most characters one request may ask to translate."""
+
+    translator: object
+    options: DecodeOptions
+    char_limit: int = 20_000
+
+    def languages(self) -> list[dict]:
+        t = self.translator
+        return [{"code": source, "name": LANGUAGE_NAMES.get(source, source),
+                 "targets": [b for a, b in t.directions if a == source] if t.directions else
+                 [x for x in t.languages if x != source]} for source in t.source_languages]
+
+    def detect(self, params: dict) -> list[dict]:
+        [text] = self._texts(params, one=True)
+        found = language_id.detect(text, self.translator.lexicon) if language_id.has_letters(text) else {}
+        ours = sorted(((p, code) for code, p in found.items() if code in self.translator.source_languages),
+                      reverse=True)
+        return [{"language": code, "confidence": round(100 * p, 1)} for p, code in ours]
+
+    def translate(self, params: dict) -> dict:
+        texts = self._texts(params)
+        target = params.get("target")
+        if not isinstance(target, str) or not target:
+            raise RequestError(400, "Invalid request: missing target parameter")
+        source = params.get("source") or "auto"
+        if not isinstance(source, str):
+            raise RequestError(400, "Invalid request: source must be a language code or auto")
+        fmt = params.get("format") or "text"
+        if fmt not in ("text", "html"):
+            raise RequestError(400, f"Invalid request: format must be text or html, not {fmt!r}")
+        alternatives = _count(params.get("alternatives", 0), "alternatives")
+        if alternatives and fmt == "html":
+            raise RequestError(400, "Invalid request: alternatives are for format text")
+        options = self.options
+        if alternatives:            # an n-best list needs a beam at least that wide (or sampling's draws)
+            wider = {} if options.sampling else {"beam_size": max(options.beam_size, alternatives + 1)}
+            options = replace(options, num_hypotheses=alternatives + 1, **wider)
+        try:
+            if fmt == "html":
+                results = [self.translator.translate_html(text, target, options, from_lang=source) for text in texts]
+                answer: dict = {"translatedText": results}
+            else:
+                translations = self.translator.translate(texts, target, options, from_lang=source)
+                answer = {"translatedText": [tr.text for tr in translations]}
+                if source == "auto":
+                    answer["detectedLanguage"] = [_detected(tr) for tr in translations]
+                if alternatives:
+                    answer["alternatives"] = [[h.text for h in tr.hypotheses[1:]] for tr in translations]
+        except TranslationError as e:
+            raise RequestError(400, str(e)) from None
+        if isinstance(params.get("q"), str):                  # one text in, one out, as LibreTranslate answers
+            answer = {key: value[0] for key, value in answer.items()}
+        return answer
+
+    def _texts(self, params: dict, one: bool = False) -> list[str]:
+        q = params.get("q")
+        if q is None or q == [] or q == "":
+            raise RequestError(400, "Invalid request: missing q parameter")
+        texts = [q] if isinstance(q, str) else q
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or (one and len(texts) != 1):
+            raise RequestError(400, "Invalid request: q must be a string" + ("" if one else " or a list of strings"))
+        size = sum(len(t) for t in texts)
+        if size > self.char_limit:
+            raise RequestError(413, f"Invalid request: request ({size}) exceeds text limit ({self.char_limit})")
+        return texts
+
+
+def _count(value, name: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = -1
+    if isinstance(value, bool) or number < 0 or number > 8:
+        raise RequestError(400, f"Invalid request: {name} must be a whole number from 0 to 8")
+    return number
+
+
+def _detected(tr) -> dict:
+    sentence = next((s for s in tr.languages if s.language == tr.language), None)
+    probability = sentence.probability if sentence and sentence.probability is not None else 0.0
+    return {"language": tr.language, "confidence": round(100 * probability, 1)}
+
+
+class Handler(BaseHTTPRequestHandler):
+    """The HTTP side: routes, body parsing, JSON answers. `service` is set by `make_server`."""
+
+    service: Service
+    server_version = "mtkit"
+
+    def do_GET(self):
+        path = urlsplit(self.path).path.rstrip("/")
+        if path == "/languages":
+            self._answer(200, self.service.languages())
+        elif path in ("", "/health"):
+            self._answer(200, {"status": "ok", "languages": self.service.translator.languages})
+        else:
+            self._answer(404, {"error": f"no such endpoint: GET {path or '/'}"})
+
+    def do_POST(self):
+        path = urlsplit(self.path).path.rstrip("/")
+        routes = {"/translate": self.service.translate, "/detect": self.service.detect}
+        try:
+            if path not in routes:
+                raise RequestError(404, f"no such endpoint: POST {path or '/'}")
+            self._answer(200, routes[path](self._params()))
+        except RequestError as e:
+            self._answer(e.status, {"error": str(e)})
+        except Exception as e:           # a fault of ours: the client gets an answer, the log the detail
+            self.log_error("internal error on %s: %r", path, e)
+            self._answer(500, {"error": f"internal error: {type(e).__name__}"})
+
+    def _params(self) -> dict:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise RequestError(400, "Invalid request: bad Content-Length") from None
+        if length > 8 * self.service.char_limit + 65536:        # UTF-8 and JSON escapes, with room to spare
+            raise RequestError(413, f"Invalid request: a body of {length} bytes is over the limit")
+        body = self.rfile.read(length) if length > 0 else b""
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RequestError(400, f"Invalid request: the body is not UTF-8 (byte {body[e.start]:#x} at offset "
+                                    f"{e.start})") from None
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        looks_json = text.lstrip().startswith(("{", "["))     # curl -d sends JSON as a form unless told
+        if not looks_json and (kind == "application/x-www-form-urlencoded" or "=" in text):
+            form = parse_qs(text, keep_blank_values=True)
+            return {key: values if key == "q" and len(values) > 1 else values[-1] for key, values in form.items()}
+        try:
+            params = json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as e:
+            raise RequestError(400, f"Invalid request: the body is not JSON ({e.msg} at offset {e.pos})") from None
+        if not isinstance(params, dict):
+            raise RequestError(400, "Invalid request: the body must be a JSON object")
+        return params
+
+    def _answer(self, status: int, data) -> None:
+        body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):
+        if not getattr(self.server, "quiet", False):
+            super().log_message(format, *args)
+
+
+def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, quiet: bool = False) -> ThreadingHTTPServer:
+    """A threaded HTTP server for `service`, bound and ready for `serve_forever()` (port 0: any free one)."""
+    handler = type("ServiceHandler", (Handler,), {"service": service})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    server.quiet = quiet
+    return server

@@ -1,0 +1,131 @@
+"""`mt-serve` (runtime/server.py): LibreTranslate's HTTP API over the fixture model, on a real socket.
+GERMAN[i] -> ENGLISH[i] is what the fixture model reproduces on any CPU (greedy)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import ENGLISH, GERMAN
+from mtkit.runtime import DecodeOptions
+from mtkit.runtime.server import Service, make_server
+
+
+@pytest.fixture(scope="module")
+def url(fixture_bundle):
+    from mtkit.runtime import Translator
+    translator = Translator(fixture_bundle, variant="fp32", threads=1)
+    server = make_server(Service(translator, DecodeOptions(beam_size=1), char_limit=2000), port=0, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def call(url: str, path: str, data=None, raw: bytes | None = None, content_type: str = "application/json"):
+    """(status, decoded JSON answer)."""
+    body = raw if raw is not None else (json.dumps(data).encode() if data is not None else None)
+    request = urllib.request.Request(url + path, data=body, headers={"Content-Type": content_type} if body else {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_languages(url):
+    assert call(url, "/languages") == (200, [{"code": "de", "name": "German", "targets": ["en"]},
+                                             {"code": "en", "name": "English", "targets": ["de"]}])
+
+
+def test_translate_one_text_and_a_list(url):
+    assert call(url, "/translate", {"q": GERMAN[0], "source": "de", "target": "en"}) == \
+        (200, {"translatedText": ENGLISH[0]})
+    status, answer = call(url, "/translate", {"q": GERMAN[1:4], "source": "auto", "target": "en"})
+    assert status == 200 and answer["translatedText"] == ENGLISH[1:4]
+    assert [d["language"] for d in answer["detectedLanguage"]] == ["de"] * 3
+    assert all(0 < d["confidence"] <= 100 for d in answer["detectedLanguage"])
+
+
+def test_form_bodies_and_json_sent_as_a_form(url):
+    form = f"q={GERMAN[4]}&source=de&target=en".encode()
+    assert call(url, "/translate", raw=form, content_type="application/x-www-form-urlencoded") == \
+        (200, {"translatedText": ENGLISH[4]})
+    as_form = json.dumps({"q": GERMAN[5], "source": "de", "target": "en"}).encode()     # what curl -d does
+    assert call(url, "/translate", raw=as_form, content_type="application/x-www-form-urlencoded") == \
+        (200, {"translatedText": ENGLISH[5]})
+
+
+def test_alternatives_and_html(url):
+    status, answer = call(url, "/translate", {"q": GERMAN[6], "source": "de", "target": "en", "alternatives": 2})
+    assert status == 200 and len(answer["alternatives"]) == 2 and all(isinstance(a, str) for a in answer["alternatives"])
+    status, answer = call(url, "/translate", {"q": f"<p><b>{GERMAN[7]}</b></p>", "source": "de", "target": "en",
+                                              "format": "html"})
+    assert (status, answer) == (200, {"translatedText": f"<p><b>{ENGLISH[7]}</b></p>"})
+
+
+def test_detect(url):
+    status, answer = call(url, "/detect", {"q": "Das ist ein sehr kleines Haus und wir wohnen gern darin."})
+    assert status == 200 and answer[0]["language"] == "de" and answer[0]["confidence"] > 50
+    assert call(url, "/detect", {"q": "12 345"}) == (200, [])
+
+
+@pytest.mark.parametrize("path, data, raw, status, message", [
+    ("/translate", {"target": "en"}, None, 400, "missing q parameter"),
+    ("/translate", {"q": "Hallo"}, None, 400, "missing target parameter"),
+    ("/translate", {"q": ["Hallo", 3], "target": "en"}, None, 400, "q must be a string or a list of strings"),
+    ("/translate", {"q": "Hallo", "target": "fr"}, None, 400, "cannot translate into 'fr'"),
+    ("/translate", {"q": "Hallo", "target": "en", "alternatives": "x"}, None, 400, "alternatives must be"),
+    ("/translate", {"q": "<b>Hallo</b>", "target": "en", "format": "html", "alternatives": 1}, None, 400,
+     "alternatives are for format text"),
+    ("/translate", {"q": "Hallo", "target": "en", "format": "pdf"}, None, 400, "format must be text or html"),
+    ("/translate", {"q": "a" * 2001, "target": "en"}, None, 413, "request (2001) exceeds text limit (2000)"),
+    ("/translate", None, b'{"q": "Hallo", "target": ', 400, "the body is not JSON"),
+    ("/translate", None, b'{"q": "Gr\xfc\xdfe", "target": "en"}', 400, "the body is not UTF-8 (byte 0xfc"),
+    ("/translate", None, b"[1, 2]", 400, "must be a JSON object"),
+    ("/detect", {"q": ["a", "b"]}, None, 400, "q must be a string"),
+    ("/nowhere", {"q": "Hallo"}, None, 404, "no such endpoint: POST /nowhere"),
+])
+def test_bad_requests_get_a_status_and_a_message(url, path, data, raw, status, message):
+    got, answer = call(url, path, data, raw)
+    assert got == status and message in answer["error"]
+
+
+def test_requests_at_once_each_get_their_own_answer(url):
+    def ask(i):
+        return call(url, "/translate", {"q": GERMAN[i], "source": "de", "target": "en"})[1]["translatedText"]
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(ask, range(16))) == ENGLISH[:16]
+
+
+def test_mt_serve_runs_until_terminated(fixture_bundle, tmp_path):
+    binary = Path(sys.executable).parent / "mt-serve"
+    process = subprocess.Popen([str(binary), "-m", str(fixture_bundle), "--port", "0", "--greedy", "-q", "--threads", "1"],
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        banner = process.stderr.readline()
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)", banner).group(1))
+        assert call(f"http://127.0.0.1:{port}", "/translate", {"q": GERMAN[8], "source": "de", "target": "en"}) == \
+            (200, {"translatedText": ENGLISH[8]})
+        # The same port again: taken, one line, exit 1.
+        second = subprocess.run([str(binary), "-m", str(fixture_bundle), "--port", str(port)], capture_output=True,
+                                text=True, timeout=60)
+        assert second.returncode == 1 and second.stderr.strip().startswith(f"mt-serve: error: cannot listen on "
+                                                                          f"127.0.0.1:{port}")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 143
+        assert "Traceback" not in process.stderr.read()
+    finally:
+        process.kill()
