@@ -41,6 +41,9 @@ LETTER = re.compile(r"[^\W\d_]")
 def translate_html(translator, page: str, to=None, options=None, *, from_lang: str = "auto",
                    split_sentences: bool = True, glossary=None, **overrides) -> str:
     """`page` (a document or a fragment) with its text translated by `translator` and its markup kept."""
+    translator.tag_id(to)                           # a language the model lacks fails for any page, as in translate
+    if from_lang.lower() != "auto":
+        translator.target_from(from_lang, to)
     chunks = _chunks(_events(page))
     blocks = [_Block(c) for c in chunks if isinstance(c, list)]
     units = [(block, words) for block in blocks for words in block.units(split_sentences)]
@@ -57,7 +60,7 @@ def translate_html(translator, page: str, to=None, options=None, *, from_lang: s
     for i, (block, words) in enumerate(units):
         block.targets += _carry_over(words, results.get(i))
     out = iter(blocks)
-    language = to or translator.default_language
+    language = (to or translator.default_language).lower()
     return "".join(next(out).render() if isinstance(c, list) else _relabel(c, language) for c in chunks)
 
 

@@ -119,9 +119,14 @@ def test_malformed_pages_lose_no_tag(fixture_translator, page):
     assert sorted(Outline(out).tags) == sorted(Outline(page).tags)
 
 
-def test_not_a_string_is_a_clear_error(fixture_translator):
+def test_not_a_string_or_a_language_the_model_lacks_is_a_clear_error(fixture_translator):
     with pytest.raises(TranslationError, match="must be a str"):
         fixture_translator.translate_html(b"<p>Hallo</p>")
+    for page in ("<p>Hallo</p>", "<br>"):                    # with words to translate or without
+        with pytest.raises(TranslationError, match="cannot translate into 'fr'"):
+            fixture_translator.translate_html(page, to="fr")
+        with pytest.raises(TranslationError, match="cannot translate from 'fr'"):
+            fixture_translator.translate_html(page, from_lang="fr")
 
 
 # ----- carrying elements over an alignment (a hand-made one: the part under test is not the model) -----
