@@ -18,6 +18,7 @@ from .cli_options import decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
+TIMING = re.compile(r"\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}\s*-->")                          # and --subtitles
 TAG = re.compile(r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>", re.I)   # for a hint to use --html
 
 EPILOG = """\b
@@ -27,6 +28,7 @@ Examples:
   cat in.de | mt-translate --to en > out.en
   mt-translate -i in.de -o out.en --format jsonl --n-best 3
   mt-translate --html -i page.de.html -o page.en.html
+  mt-translate --subtitles -i film.de.srt -o film.en.srt
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -44,6 +46,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--glossary", metavar="FILE", help="Terms to translate one way: a UTF-8 file, tab-separated, whose "
                                                    "first line names its two languages (\"de<TAB>en\"); used "
                                                    "both ways.")
+@click.option("--subtitles", is_flag=True, help="The input is an SRT or WebVTT file (-i or stdin): each cue's text "
+                                               "is translated; numbers, timings and layout are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -51,15 +55,20 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split,
-         glossary, html, batch_size, list_languages, quiet) -> None:
+         glossary, subtitles, html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     if text and input_file:
         raise click.UsageError("give TEXT arguments or --input, not both")
     if options.return_alignment and fmt != "jsonl":
         raise click.UsageError("--alignment needs --format jsonl")
-    if html and (fmt != "text" or options.num_hypotheses > 1):
-        raise click.UsageError("--html writes the translated page: it takes neither --format jsonl nor --n-best")
+    whole = "--html" if html else "--subtitles" if subtitles else None
+    if html and subtitles:
+        raise click.UsageError("--html and --subtitles: choose one")
+    if whole and (fmt != "text" or options.num_hypotheses > 1):
+        raise click.UsageError(f"{whole} writes the translated file: it takes neither --format jsonl nor --n-best")
+    if subtitles and text:
+        raise click.UsageError("--subtitles reads a file: give it with -i FILE or on stdin, not as TEXT")
 
     from .glossary import Glossary, GlossaryError
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
@@ -117,11 +126,11 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise CommandError(str(e)) from None
     interactive = not text and not input_file and sys.stdin.isatty()
 
-    if html:
+    if whole:
         try:
             pages = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
             write_output(output, lambda out: write_pages(out, translator, pages, to, options, from_lang, no_split,
-                                                           glossary, newline=bool(text)))
+                                                           glossary, newline=bool(text), subtitles=subtitles))
         except (TranslationError, InputError) as e:
             raise CommandError(str(e)) from None
         return
@@ -138,6 +147,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         for lineno, tr in enumerate(stream, start=1):
             if lineno == 1 and not quiet and len(TAG.findall(tr.source)) >= 2:
                 print(f"{PROG}: note: the input looks like HTML; --html keeps its markup", file=sys.stderr)
+            if lineno <= 2 and not quiet and (tr.source.startswith("WEBVTT") or TIMING.match(tr.source)):
+                print(f"{PROG}: note: the input looks like subtitles; --subtitles keeps their timings", file=sys.stderr)
             for w in tr.warnings:
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
             crlf = fmt == "text" and lineno <= len(endings) and endings[lineno - 1] == "\r\n"
@@ -171,15 +182,20 @@ def write_output(output: str | None, write) -> None:
 
 
 def write_pages(out, translator, pages: list[str], to, options, from_lang, no_split: bool, glossary,
-                newline: bool) -> None:
-    """--html: each page translated whole; the translator's warnings said with the page they came from."""
+                newline: bool, subtitles: bool = False) -> None:
+    """--html and --subtitles: each page (or file) translated whole; the translator's warnings said with the
+    page they came from."""
     import warnings
 
     for number, page in enumerate(pages, start=1):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = translator.translate_html(page, to, options, from_lang=from_lang or "auto",
-                                               split_sentences=not no_split, glossary=glossary)
+            if subtitles:
+                result = translator.translate_subtitles(page, to, options, from_lang=from_lang or "auto",
+                                                        glossary=glossary)
+            else:
+                result = translator.translate_html(page, to, options, from_lang=from_lang or "auto",
+                                                   split_sentences=not no_split, glossary=glossary)
         where = f"page {number}" if len(pages) > 1 else "page"
         for w in caught:        # the translator counts the page's sentences as its texts
             message = re.sub(r"^text (\d+):", r"sentence \1:", str(w.message))

@@ -445,6 +445,17 @@ class Translator:
         return markup.translate_html(self, page, to, options, from_lang=from_lang, split_sentences=split_sentences,
                                      glossary=glossary, **overrides)
 
+    def translate_subtitles(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
+                            from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
+        """`document`, an SRT or WebVTT file's text, with each cue's text translated and its numbers,
+        timings and layout kept (runtime/subtitles.py). Options as for `translate`."""
+        if not isinstance(document, str):
+            raise TranslationError(f"document must be a str, not {type(document).__name__}")
+        check_glossary(glossary)
+        from . import subtitles
+        return subtitles.translate_subtitles(self, document, to, options, from_lang=from_lang, glossary=glossary,
+                                             **overrides)
+
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
                    split_sentences: bool, overrides: dict, glossary: Glossary | None = None) -> list[Translation]:
         """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line."""
