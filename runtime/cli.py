@@ -127,10 +127,16 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     interactive = not text and not input_file and sys.stdin.isatty()
 
     if whole:
+        settings = dict(from_lang=from_lang or "auto", glossary=glossary)
+        if subtitles:
+            def translate_one(document: str) -> str:
+                return translator.translate_subtitles(document, to, options, **settings)
+        else:
+            def translate_one(document: str) -> str:
+                return translator.translate_html(document, to, options, split_sentences=not no_split, **settings)
         try:
-            pages = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
-            write_output(output, lambda out: write_pages(out, translator, pages, to, options, from_lang, no_split,
-                                                           glossary, newline=bool(text), subtitles=subtitles))
+            documents = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
+            write_output(output, lambda out: write_documents(out, translate_one, documents, newline=bool(text)))
         except (TranslationError, InputError) as e:
             raise CommandError(str(e)) from None
         return
@@ -181,23 +187,17 @@ def write_output(output: str | None, write) -> None:
         sys.stdout.flush()
 
 
-def write_pages(out, translator, pages: list[str], to, options, from_lang, no_split: bool, glossary,
-                newline: bool, subtitles: bool = False) -> None:
-    """--html and --subtitles: each page (or file) translated whole; the translator's warnings said with the
-    page they came from."""
+def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
+    """--html and --subtitles: each document (a page, a subtitle file) translated whole; the translator's
+    warnings said with the document they came from, whose sentences it counts as its texts."""
     import warnings
 
-    for number, page in enumerate(pages, start=1):
+    for number, document in enumerate(documents, start=1):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            if subtitles:
-                result = translator.translate_subtitles(page, to, options, from_lang=from_lang or "auto",
-                                                        glossary=glossary)
-            else:
-                result = translator.translate_html(page, to, options, from_lang=from_lang or "auto",
-                                                   split_sentences=not no_split, glossary=glossary)
-        where = f"page {number}" if len(pages) > 1 else "page"
-        for w in caught:        # the translator counts the page's sentences as its texts
+            result = translate_one(document)
+        where = f"document {number}" if len(documents) > 1 else "document"
+        for w in caught:
             message = re.sub(r"^text (\d+):", r"sentence \1:", str(w.message))
             print(f"{PROG}: warning: {where}: {message}", file=sys.stderr)
         out.write(result + ("\n" if newline else ""))

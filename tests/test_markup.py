@@ -217,3 +217,10 @@ def test_markup_without_words_follows_the_word_it_came_after():
     translation = SimpleNamespace(text="I saw Tom.", translated=True, alignment=alignment)
     targets = _carry_over(source, translation)
     assert [(w.text, w.after) for w in targets] == [("I", ""), ("saw", ' <img src="a.png">'), ("Tom.", "<br/>")]
+
+
+def test_cli_html_overlong_sentence_is_a_warning_naming_it(model, capsys):
+    page = "<p>" + " ".join([GERMAN[0].rstrip(".")] * 60) + ".</p>"
+    code, out, err = cli(capsys, "--html", page)
+    assert code == 0 and out.startswith("<p>") and out.endswith("</p>\n")
+    assert err.startswith("mt-translate: warning: document: sentence 1: a sentence of ") and "Traceback" not in err
