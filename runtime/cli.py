@@ -7,6 +7,7 @@ shows, never sacrebleu or torch).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sys
@@ -177,14 +178,19 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
 
 def write_output(output: str | None, write) -> None:
-    """`write(stream)` into the file `output`, whole or not at all, or to stdout."""
+    """`write(stream)` into the file `output`, whole or not at all, or to stdout: UTF-8 with the line ends
+    written as given, as into a file, whatever the locale (a Windows pipe would be cp1252, and "\r\n"
+    would become "\r\r\n")."""
     from .text_io import atomic_output
     if output and output != "-":
         with atomic_output(output) as out:
             write(out)
     else:
-        write(sys.stdout)
-        sys.stdout.flush()
+        stdout = sys.stdout
+        if isinstance(stdout, io.TextIOWrapper):
+            stdout.reconfigure(encoding="utf-8", newline="\n")
+        write(stdout)
+        stdout.flush()
 
 
 def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:

@@ -72,6 +72,16 @@ def test_crlf_and_bom_input(capsys, monkeypatch, tmp_path):
     assert "\r" not in jsonl and len(jsonl.splitlines()) == 4
 
 
+def test_stdout_is_utf8_with_the_line_ends_given_whatever_the_locale():
+    """A Windows pipe's stdout is cp1252 and turns "\n" into "\r\n"; ASCII here stands in for any such
+    encoding: the output is still the UTF-8 bytes a file gets, never a UnicodeEncodeError."""
+    crlf = f"{GERMAN[0]} 🍕\r\n{GERMAN[1]}\n".encode()
+    result = run("--beam-size", "1", "--from", "de", stdin=crlf, env={"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0 and b"Traceback" not in result.stderr
+    first, second = result.stdout.split(b"\r\n")
+    assert "🍕".encode() in first and second == f"{ENGLISH[1]}\n".encode()
+
+
 def test_jsonl_carries_scores_nbest_and_timings(capsys, monkeypatch):
     code, out, _ = cli(capsys, monkeypatch, "--format", "jsonl", "--n-best", "3", "--beam-size", "3", "--alignment",
                        GERMAN[0], "")
