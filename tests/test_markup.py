@@ -10,6 +10,7 @@ tested on a hand-made one.
 from __future__ import annotations
 
 import html
+import random
 import re
 import subprocess
 import sys
@@ -224,3 +225,21 @@ def test_cli_html_overlong_sentence_is_a_warning_naming_it(model, capsys):
     code, out, err = cli(capsys, "--html", page)
     assert code == 0 and out.startswith("<p>") and out.endswith("</p>\n")
     assert err.startswith("mt-translate: warning: document: sentence 1: a sentence of ") and "Traceback" not in err
+
+
+SOUP = ["<b>", "</b>", "<i>", "</i>", "<a href='x'>", "</a>", "<p>", "</p>", "<br>", "<img src=a>", "<code>x</code>",
+        "<span class=notranslate>Tom</span>", "<script>a<b</script>", "&amp;", "&lt;", "&#228;", "&bogus;",
+        "<!-- c -->", " ", "\n", "<", ">", "&", '"', "<div translate=no>", "</div>", "<pre>", "</pre>",
+        "<![CDATA[x]]>", "<td>", "</td>", "<li>", "<ul>", "</ul>", "<b/>", "</span>", "<span>", "<wbr>", "<?pi?>"]
+
+
+def test_tag_soup_never_fails_and_loses_no_tag(fixture_translator):
+    """Random mixes of tags, entities, stray brackets and words (seeded): every page translates, and its
+    tags all come back."""
+    rng = random.Random(7)
+    words = " ".join(GERMAN[:10]).split()
+    for _ in range(150):
+        parts = [rng.choice(SOUP) if rng.random() < 0.4 else " " + rng.choice(words) for _ in range(rng.randint(0, 25))]
+        page = "".join(parts)
+        out = translate(fixture_translator, page)
+        assert sorted(Outline(out).tags) == sorted(Outline(page).tags), page
