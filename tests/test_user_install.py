@@ -69,6 +69,9 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
     assert run("mt-translate", "--to", "de", "Hund") == "Hund\n"          # the word counts tell it is German
     assert "7 files verified" in run("mt-models", "verify", "de-en")      # the wheel's copy, checked
     assert re.search(r"^de-en\*\s.*shipped", run("mt-models", "list"), re.M)
+    page = run("mt-translate", "--html", "--from", "de", "<p>Das ist <b>sehr</b> wichtig.</p>")
+    assert page.startswith("<p>") and page.count("<b>") == 1 and page.endswith("</p>\n")
+    assert "--subtitles" in run("mt-translate", "--help") and run("mt-serve", "--help").startswith("Usage: mt-serve")
 
 
 def test_ci_runs_the_readme_test_command():
