@@ -31,9 +31,11 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True, help="Port (0: any free one).")
 @click.option("--char-limit", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
               help="The most characters one request may ask to translate.")
+@click.option("--cors", metavar="ORIGIN", default=None,
+              help="Let web pages from ORIGIN (or '*': any) call the server from a browser (default: none).")
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options()
-def main(model, provider, variant, threads, host, port, char_limit, quiet, options) -> None:
+def main(model, provider, variant, threads, host, port, char_limit, cors, quiet, options) -> None:
     """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages."""
     import warnings
 
@@ -50,7 +52,7 @@ def main(model, provider, variant, threads, host, port, char_limit, quiet, optio
     except TranslationError as e:
         raise CommandError(str(e)) from None
     try:
-        server = make_server(Service(translator, options, char_limit), host, port, quiet=quiet)
+        server = make_server(Service(translator, options, char_limit, cors), host, port, quiet=quiet)
     except OSError as e:
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None
     bound_host, bound_port = server.server_address[:2]

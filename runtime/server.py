@@ -10,7 +10,8 @@ and anything that speaks JSON, can use a local model:
 Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits)
 and {"error": "..."}. One Translator serves every request; requests run at once in threads
 (ONNX Runtime releases the GIL, and the Translator is safe to share). `api_key` is accepted and
-ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise.
+ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
+may call it from another origin only when `cors` names that origin (or "*").
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Service:
     translator: object
     options: DecodeOptions
     char_limit: int = 20_000
+    cors: str | None = None          # Access-Control-Allow-Origin for browser clients (None: no CORS headers)
 
     def languages(self) -> list[dict]:
         t = self.translator
@@ -142,6 +144,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._answer(404, {"error": f"no such endpoint: GET {path or '/'}"})
 
+    def do_OPTIONS(self):            # a browser's preflight before a cross-origin POST
+        self._answer(204 if self.service.cors else 405, None)
+
     def do_POST(self):
         path = urlsplit(self.path).path.rstrip("/")
         routes = {"/translate": self.service.translate, "/detect": self.service.detect}
@@ -182,10 +187,15 @@ class Handler(BaseHTTPRequestHandler):
         return params
 
     def _answer(self, status: int, data) -> None:
-        body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        body = b"" if data is None else json.dumps(data, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        if body:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
+        if self.service.cors:
+            self.send_header("Access-Control-Allow-Origin", self.service.cors)
+            self.send_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+            self.send_header("Access-Control-Allow-Headers", "Content-Type")
         self.end_headers()
         self.wfile.write(body)
 

@@ -129,3 +129,27 @@ def test_mt_serve_runs_until_terminated(fixture_bundle, tmp_path):
         assert "Traceback" not in process.stderr.read()
     finally:
         process.kill()
+
+
+def test_cors_only_when_asked(url, fixture_bundle):
+    preflight = urllib.request.Request(url + "/translate", method="OPTIONS")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(preflight, timeout=30)
+    assert refused.value.code == 405 and refused.value.headers.get("Access-Control-Allow-Origin") is None
+
+    from mtkit.runtime import Translator
+    server = make_server(Service(Translator(fixture_bundle, variant="fp32", threads=1), DecodeOptions(beam_size=1),
+                                 cors="https://example.org"), port=0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        other = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(urllib.request.Request(other + "/translate", method="OPTIONS"), timeout=30) as r:
+            assert r.status == 204 and r.headers["Access-Control-Allow-Origin"] == "https://example.org"
+        request = urllib.request.Request(other + "/translate", data=json.dumps({"q": GERMAN[9], "source": "de",
+                                                                                 "target": "en"}).encode())
+        with urllib.request.urlopen(request, timeout=60) as r:
+            assert r.headers["Access-Control-Allow-Origin"] == "https://example.org"
+            assert json.loads(r.read()) == {"translatedText": ENGLISH[9]}
+    finally:
+        server.shutdown()
+        server.server_close()
