@@ -30,6 +30,7 @@ Examples:
   mt-translate -i in.de -o out.en --format jsonl --n-best 3
   mt-translate --html -i page.de.html -o page.en.html
   mt-translate --subtitles -i film.de.srt -o film.en.srt
+  mt-translate --markdown -i README.de.md -o README.en.md
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -49,6 +50,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
                                                    "both ways.")
 @click.option("--subtitles", is_flag=True, help="The input is an SRT or WebVTT file (-i or stdin): each cue's text "
                                                "is translated; numbers, timings and layout are kept.")
+@click.option("--markdown", is_flag=True, help="The input is Markdown (-i or stdin): its text is translated; code, "
+                                              "links' targets and layout are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -56,20 +59,21 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split,
-         glossary, subtitles, html, batch_size, list_languages, quiet) -> None:
+         glossary, subtitles, markdown, html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     if text and input_file:
         raise click.UsageError("give TEXT arguments or --input, not both")
     if options.return_alignment and fmt != "jsonl":
         raise click.UsageError("--alignment needs --format jsonl")
-    whole = "--html" if html else "--subtitles" if subtitles else None
-    if html and subtitles:
-        raise click.UsageError("--html and --subtitles: choose one")
+    wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown)) if given]
+    whole = wholes[0] if wholes else None          # a document translated whole, not line by line
+    if len(wholes) > 1:
+        raise click.UsageError(f"{' and '.join(wholes)}: choose one")
     if whole and (fmt != "text" or options.num_hypotheses > 1):
         raise click.UsageError(f"{whole} writes the translated file: it takes neither --format jsonl nor --n-best")
-    if subtitles and text:
-        raise click.UsageError("--subtitles reads a file: give it with -i FILE or on stdin, not as TEXT")
+    if whole and whole != "--html" and text:
+        raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
 
     from .glossary import Glossary, GlossaryError
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
@@ -132,6 +136,9 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         if subtitles:
             def translate_one(document: str) -> str:
                 return translator.translate_subtitles(document, to, options, **settings)
+        elif markdown:
+            def translate_one(document: str) -> str:
+                return translator.translate_markdown(document, to, options, **settings)
         else:
             def translate_one(document: str) -> str:
                 return translator.translate_html(document, to, options, split_sentences=not no_split, **settings)
@@ -194,7 +201,7 @@ def write_output(output: str | None, write) -> None:
 
 
 def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
-    """--html and --subtitles: each document (a page, a subtitle file) translated whole; the translator's
+    """--html, --subtitles and --markdown: each document (a page, a subtitle file) translated whole; the translator's
     warnings said with the document they came from, whose sentences it counts as its texts."""
     import warnings
 

@@ -456,6 +456,17 @@ class Translator:
         return subtitles.translate_subtitles(self, document, to, options, from_lang=from_lang, glossary=glossary,
                                              **overrides)
 
+    def translate_markdown(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
+                           from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
+        """`document`, Markdown, with the text of its headings, paragraphs, lists, quotes and tables
+        translated, and its code, links' targets, front matter and layout kept (runtime/markdown.py)."""
+        if not isinstance(document, str):
+            raise TranslationError(f"document must be a str, not {type(document).__name__}")
+        check_glossary(glossary)
+        from . import markdown
+        return markdown.translate_markdown(self, document, to, options, from_lang=from_lang, glossary=glossary,
+                                           **overrides)
+
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
                    split_sentences: bool, overrides: dict, glossary: Glossary | None = None) -> list[Translation]:
         """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line."""

@@ -1,0 +1,188 @@
+"""Markdown in, Markdown out (`mt-translate --markdown`, `Translator.translate_markdown`): the text of
+headings, paragraphs, list items, quotes and table cells translated; code blocks, front matter, HTML
+blocks, link targets and the document's layout kept.
+
+markdown-it-py (CommonMark, as rich uses it) finds the inline text of each block and the source
+lines it came from. That text goes through the HTML path (runtime/markup.py) with its emphasis and
+links as inline elements, so they land around the words they covered, and its code spans and images
+as spans the model never sees; then it is written back as Markdown in place of the block's text.
+A paragraph over several lines comes back on its first line (Markdown joins them anyway).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+
+PAIRS = {"strong": "b", "em": "i", "s": "s"}         # Markdown emphasis -> the inline element it travels as
+ESCAPE = re.compile(r"([\\`*_\[\]<>])")
+ESCAPE_IN_TABLE = re.compile(r"([\\`*_\[\]<>|])")
+
+
+def translate_markdown(translator, document: str, to=None, options=None, *, from_lang: str = "auto",
+                       glossary=None, **overrides) -> str:
+    """`document` (Markdown) with its text translated and its syntax, code and layout kept."""
+    from markdown_it import MarkdownIt
+
+    lines = document.splitlines(keepends=True)
+    skip = _front_matter(lines)
+    tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse("".join(lines[skip:]))
+    units, in_table = [], False
+    for token in tokens:
+        in_table = token.type in ("th_open", "td_open") or (in_table and token.type == "inline")
+        if token.type == "inline" and token.map and token.content.strip():
+            units.append(_Unit(token, skip, in_table))
+    page = "".join(f'<div data-u="{n}">{u.html}</div>' for n, u in enumerate(units))
+    translated = translator.translate_html(page, to, options, from_lang=from_lang, glossary=glossary, **overrides)
+    pieces = re.split(r'<div data-u="(\d+)">', translated)[1:]
+    for n, body in zip(pieces[::2], pieces[1::2]):
+        units[int(n)].translation = units[int(n)].markdown(body.removesuffix("</div>"))
+    done: dict[int, int] = {}                           # line -> where to look for the next table cell
+    for unit in units:
+        unit.write_into(lines, done)
+    return "".join(lines)
+
+
+def _front_matter(lines: list[str]) -> int:
+    """How many lines a leading YAML front matter (--- ... ---) takes, 0 if there is none."""
+    if lines and lines[0].strip() == "---":
+        for i, line in enumerate(lines[1:], start=1):
+            if line.strip() in ("---", "..."):
+                return i + 1
+    return 0
+
+
+class _Unit:
+    """One block's inline text: its source, its HTML for translation, and its Markdown translation."""
+
+    def __init__(self, token, offset: int, in_table: bool):
+        self.source = token.content
+        self.first = token.map[0] + offset
+        self.count = len(token.content.split("\n"))
+        self.in_table = in_table
+        self.markers: list[tuple[str, str]] = []        # per marker: (what opens it, what closes it), or whole
+        self.translation: str | None = None
+        self.html = self._to_html(token.children or [])
+
+    def _marker(self, opening: str, closing: str = "") -> int:
+        self.markers.append((opening, closing))
+        return len(self.markers) - 1
+
+    def _to_html(self, children) -> str:
+        out, skipping = [], False
+        for c in children:
+            kind = c.type
+            if skipping:
+                skipping = kind != "link_close"
+            elif kind == "text":
+                out.append(html.escape(c.content, quote=False))
+            elif kind == "softbreak":
+                out.append(" ")
+            elif kind == "hardbreak":
+                out.append(f'<wbr data-m="{self._marker("<br>")}">')
+            elif kind == "code_inline":
+                pad = " " if c.content.startswith("`") or c.content.endswith("`") else ""
+                out.append(f'<code data-m="{self._marker(c.markup + pad + c.content + pad + c.markup)}"></code>')
+            elif kind == "image":
+                written = f"![{c.content}]({c.attrs['src']}{_title(c)})"
+                out.append(f'<img data-m="{self._marker(written)}">')
+            elif kind == "link_open" and c.markup in ("autolink", "linkify"):
+                out.append(f'<code data-m="{self._marker(self._raw_link(children, c))}"></code>')
+                skipping = True
+            elif kind == "link_open":
+                target = f"]({c.attrs['href']}{_title(c)})"
+                out.append(f'<a data-m="{self._marker("[", target)}">')
+            elif kind == "link_close":
+                out.append("</a>")
+            elif kind.endswith("_open") and kind[:-5] in PAIRS:
+                out.append(f'<{PAIRS[kind[:-5]]} data-m="{self._marker(c.markup, c.markup)}">')
+            elif kind.endswith("_close") and kind[:-6] in PAIRS:
+                out.append(f"</{PAIRS[kind[:-6]]}>")
+            elif kind == "html_inline":
+                out.append(c.content)
+            else:                                   # anything else travels whole, as written
+                out.append(f'<code data-m="{self._marker(c.content or c.markup)}"></code>')
+        return "".join(out)
+
+    def _raw_link(self, children, opening) -> str:
+        """An autolink as written: "<https://...>" (or bare, as linkify finds them)."""
+        text = []
+        for c in children[children.index(opening) + 1:]:
+            if c.type == "link_close":
+                break
+            text.append(c.content)
+        url = "".join(text)
+        return f"<{url}>" if f"<{url}>" in self.source else url
+
+    def markdown(self, translated_html: str) -> str:
+        """The translated HTML of this unit as Markdown: its markers back as they were written."""
+        writer = _MarkdownWriter(self.markers, ESCAPE_IN_TABLE if self.in_table else ESCAPE)
+        writer.feed(translated_html)
+        writer.close()
+        return "".join(writer.out).strip()
+
+    def write_into(self, lines: list[str], cells: dict[int, int]) -> None:
+        """Put the translation in place of the source text in `lines` (nothing, where the text cannot be
+        found as written: the block stays as it was)."""
+        if not self.translation:
+            return
+        parts = self.source.split("\n")
+        line = lines[self.first]
+        start = line.find(parts[0], cells.get(self.first, 0) if self.in_table else 0)
+        if start < 0 or self.first + self.count > len(lines):
+            return
+        end = start + len(parts[0])
+        rest = line[end:] if self.count == 1 else line[len(line.rstrip("\r\n")):]
+        lines[self.first] = line[:start] + self.translation + rest
+        cells[self.first] = start + len(self.translation)
+        for i in range(self.first + 1, self.first + self.count):
+            lines[i] = ""                           # the paragraph's other lines: now on its first
+
+
+def _title(token) -> str:
+    """A link's or image's title as Markdown writes it after the target: ' "Title"', or nothing."""
+    return f' "{token.attrs["title"]}"' if token.attrs.get("title") else ""
+
+
+class _MarkdownWriter(HTMLParser):
+    def __init__(self, markers: list[tuple[str, str]], escape: re.Pattern):
+        super().__init__(convert_charrefs=True)
+        self.markers, self.escape, self.out = markers, escape, []
+        self.open: list[tuple[str, str]] = []           # (tag, what closes it)
+        self.skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        marker = dict(attrs).get("data-m")
+        if self.skip:
+            self.skip += tag == "code"
+            return
+        if marker is None:                              # the document's own inline HTML
+            self.out.append(self.get_starttag_text())
+            self.open.append((tag, f"</{tag}>"))
+            return
+        opening, closing = self.markers[int(marker)]
+        self.out.append(opening)
+        if tag == "code":
+            self.skip = 1
+        elif tag not in ("img", "wbr"):
+            self.open.append((tag, closing))
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if self.skip and tag == "code":
+            self.skip -= 1
+
+    def handle_endtag(self, tag):
+        if self.skip:
+            self.skip -= tag == "code"
+            return
+        for i in range(len(self.open) - 1, -1, -1):
+            if self.open[i][0] == tag:
+                self.out.append(self.open.pop(i)[1])
+                return
+        self.out.append(f"</{tag}>")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.out.append(self.escape.sub(r"\\\1", data))

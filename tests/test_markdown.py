@@ -1,0 +1,57 @@
+"""Markdown (runtime/markdown.py): `Translator.translate_markdown` and `mt-translate --markdown`.
+GERMAN[i] -> ENGLISH[i] is what the fixture model reproduces on any CPU (greedy), so where a block's
+text is one of those sentences the result is asserted exactly; the syntax around it, code and link
+targets must come back as written."""
+
+from __future__ import annotations
+
+from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from mtkit.runtime.cli import main
+
+GREEDY = {"from_lang": "de", "beam_size": 1}
+
+
+def test_text_is_translated_and_the_syntax_kept(fixture_translator):
+    half = len(GERMAN[1].split()) // 2
+    first, second = " ".join(GERMAN[1].split()[:half]), " ".join(GERMAN[1].split()[half:])
+    document = (f"---\ntitle: {GERMAN[9]}\n---\n\n# {GERMAN[0]}\n\n{first}\n{second}\n\n- {GERMAN[2]}\n  1. {GERMAN[3]}\n\n"
+                f"> **{GERMAN[4]}**\n\n| {GERMAN[5]} | 42 |\n|---|--:|\n| 7 | {GERMAN[6]} |\n\n"
+                f"```python\nprint('{GERMAN[7]}')\n```\n\n    {GERMAN[8]}\n\n<div>\n{GERMAN[10]}\n</div>\n")
+    out = fixture_translator.translate_markdown(document, **GREEDY)
+    assert out == (f"---\ntitle: {GERMAN[9]}\n---\n\n# {ENGLISH[0]}\n\n{ENGLISH[1]}\n\n- {ENGLISH[2]}\n"
+                   f"  1. {ENGLISH[3]}\n\n> **{ENGLISH[4]}**\n\n| {ENGLISH[5]} | 42 |\n|---|--:|\n| 7 | {ENGLISH[6]} |\n\n"
+                   f"```python\nprint('{GERMAN[7]}')\n```\n\n    {GERMAN[8]}\n\n<div>\n{GERMAN[10]}\n</div>\n")
+
+
+def test_links_images_and_code_spans_come_back_as_written(fixture_translator):
+    document = (f"{GERMAN[11]} [{GERMAN[12]}](../docs/a_b.md \"Titel\") `x * y` ![Bild *1*](img/a.png) "
+                f"<https://example.com/x_y> <b>{GERMAN[13]}</b>\n")
+    out = fixture_translator.translate_markdown(document, **GREEDY)
+    for kept in ('](../docs/a_b.md "Titel")', "`x * y`", "![Bild *1*](img/a.png)", "<https://example.com/x_y>",
+                 "<b>", "</b>"):
+        assert out.count(kept) == 1, (kept, out)
+    assert out.count("[") == out.count("]") == 2 and out.endswith("\n") and "\n" not in out[:-1]
+
+
+def test_text_that_would_read_as_markdown_is_escaped(fixture_translator):
+    from mtkit.runtime.markdown import ESCAPE, _MarkdownWriter
+    writer = _MarkdownWriter([], ESCAPE)
+    writer.feed("5 * 3 = a_b [sic] &lt;tag&gt; `x`")
+    assert "".join(writer.out) == r"5 \* 3 = a\_b \[sic\] \<tag\> \`x\`"
+
+
+def test_documents_without_text_come_back_unchanged(fixture_translator):
+    for document in ["", "\n", "```\nDas wollen wir nicht machen.\n```\n", "---\n\n***\n", "| 1 | 2 |\n|---|---|\n"]:
+        assert fixture_translator.translate_markdown(document, **GREEDY) == document
+
+
+def test_cli_markdown(fixture_bundle, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    source = tmp_path / "README.de.md"
+    source.write_text(f"## {GERMAN[14]}\r\n\r\n* {GERMAN[15]}\r\n", encoding="utf-8")
+    args = ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", "--markdown"]
+    code, out, err = invoke(main, [*args, "-i", str(source), "-o", str(tmp_path / "README.en.md")], capsys)
+    assert (code, out, err) == (0, "", "")
+    assert (tmp_path / "README.en.md").read_bytes() == f"## {ENGLISH[14]}\r\n\r\n* {ENGLISH[15]}\r\n".encode()
+    code, _, err = invoke(main, [*args, "# Hallo"], capsys)
+    assert code == 2 and "--markdown reads a file" in err
