@@ -116,3 +116,28 @@ def test_set_overrides_any_config_value_and_checks_it(tmp_path):
     apply_override(raw, "optim.warmup=10")
     with pytest.raises(DataError, match=r"unknown key\(s\) in \[optim\]: warmup"):
         RunConfig.from_dict(raw)
+
+
+def test_collate_pads_each_row_as_written():
+    """The vectorised padding (train/batching.py) against the plain per-row reading of what it does."""
+    import numpy as np
+    import torch
+
+    from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID
+    from mtkit.train.batching import collate
+
+    rng = np.random.default_rng(0)
+    src = [rng.integers(4, 500, size=n, dtype=np.int32) for n in rng.integers(1, 30, size=40)]
+    tgt = [rng.integers(4, 500, size=n, dtype=np.int32) for n in rng.integers(0, 30, size=40)]
+    indices = [3, 17, 0, 39, 22, 5]
+    src_ids, src_mask, dec_in, labels = collate(src, tgt, indices)
+
+    def padded(rows):
+        width = max(map(len, rows))
+        return [list(r) + [PAD_ID] * (width - len(r)) for r in rows]
+
+    assert src_ids.tolist() == padded([src[i] for i in indices])
+    assert src_mask.tolist() == [[t != PAD_ID for t in row] for row in padded([src[i] for i in indices])]
+    assert dec_in.tolist() == padded([[BOS_ID, *tgt[i]] for i in indices])
+    assert labels.tolist() == padded([[*tgt[i], EOS_ID] for i in indices])
+    assert {t.dtype for t in (src_ids, dec_in, labels)} == {torch.long}

@@ -55,12 +55,12 @@ def progress_bar(console: Console, enabled: bool) -> Progress:
 
 def token_loss(model, batch, device, use_bf16: bool, label_smoothing: float):
     """(label-smoothed loss, NLL, target tokens) of a batch, both losses summed over tokens."""
+    tokens = int((batch[3] != PAD_ID).sum())         # counted on the host: no wait for the GPU
     src_ids, src_mask, dec_in, labels = (t.to(device, non_blocking=True) for t in batch)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
         logits = model(src_ids, src_mask, dec_in)
     logits = logits.float().view(-1, logits.size(-1))
     labels = labels.view(-1)
-    tokens = int((labels != PAD_ID).sum())
     loss = F.cross_entropy(logits, labels, ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
     with torch.no_grad():
         nll = F.cross_entropy(logits, labels, ignore_index=PAD_ID, reduction="sum")
