@@ -31,15 +31,18 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True, help="Port (0: any free one).")
 @click.option("--char-limit", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
               help="The most characters one request may ask to translate.")
+@click.option("--glossary", metavar="FILE", help="Terms every request translates one way (the format of mt-translate "
+                                                   "--glossary).")
 @click.option("--cors", metavar="ORIGIN", default=None,
               help="Let web pages from ORIGIN (or '*': any) call the server from a browser (default: none).")
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options()
-def main(model, provider, variant, threads, host, port, char_limit, cors, quiet, options) -> None:
+def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, quiet, options) -> None:
     """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages."""
     import warnings
 
     from .errors import TranslationError
+    from .glossary import Glossary
     from .language_id import LanguageWarning
     from .server import Service, make_server
     from .translator import LongInputWarning, Translator
@@ -47,12 +50,13 @@ def main(model, provider, variant, threads, host, port, char_limit, cors, quiet,
     warnings.simplefilter("ignore", LongInputWarning)      # a request's own business, not the server log's
     warnings.simplefilter("ignore", LanguageWarning)
     try:
+        glossary = Glossary.read(glossary) if glossary else None     # before the model: a bad file fails at once
         translator = Translator(model, provider=provider, threads=threads, variant=variant)
         translator.decode_options(options)
     except TranslationError as e:
         raise CommandError(str(e)) from None
     try:
-        server = make_server(Service(translator, options, char_limit, cors), host, port, quiet=quiet)
+        server = make_server(Service(translator, options, char_limit, cors, glossary), host, port, quiet=quiet)
     except OSError as e:
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None
     bound_host, bound_port = server.server_address[:2]

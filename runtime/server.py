@@ -51,6 +51,7 @@ class Service:
     options: DecodeOptions
     char_limit: int = 20_000
     cors: str | None = None          # Access-Control-Allow-Origin for browser clients (None: no CORS headers)
+    glossary: object = None          # a runtime.glossary.Glossary applied to every request
 
     def languages(self) -> list[dict]:
         t = self.translator
@@ -85,10 +86,11 @@ class Service:
             options = replace(options, num_hypotheses=alternatives + 1, **wider)
         try:
             if fmt == "html":
-                results = [self.translator.translate_html(text, target, options, from_lang=source) for text in texts]
+                results = [self.translator.translate_html(text, target, options, from_lang=source, glossary=self.glossary)
+                           for text in texts]
                 answer: dict = {"translatedText": results}
             else:
-                translations = self.translator.translate(texts, target, options, from_lang=source)
+                translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary)
                 answer = {"translatedText": [tr.text for tr in translations]}
                 if source == "auto":
                     answer["detectedLanguage"] = [_detected(tr) for tr in translations]

@@ -153,3 +153,23 @@ def test_cors_only_when_asked(url, fixture_bundle):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_server_wide_glossary(fixture_bundle, tmp_path):
+    from mtkit.runtime import Glossary, Translator
+    glossary = Glossary.from_pairs("de", "en", [("Bananen", "plantains")])
+    server = make_server(Service(Translator(fixture_bundle, variant="fp32", threads=1), DecodeOptions(beam_size=1),
+                                 glossary=glossary), port=0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        status, answer = call(f"http://127.0.0.1:{server.server_address[1]}", "/translate",
+                              {"q": [GERMAN[16], GERMAN[0]], "source": "de", "target": "en"})
+        assert status == 200 and "lantains" in answer["translatedText"][0] and answer["translatedText"][1] == ENGLISH[0]
+    finally:
+        server.shutdown()
+        server.server_close()
+    bad = tmp_path / "g.tsv"
+    bad.write_text("Bananen\tplantains\n", encoding="utf-8")
+    done = subprocess.run([str(Path(sys.executable).parent / "mt-serve"), "--glossary", str(bad), "--port", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.startswith(f"mt-serve: error: {bad}, line 1:")
