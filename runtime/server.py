@@ -136,6 +136,7 @@ class Handler(BaseHTTPRequestHandler):
 
     service: Service
     server_version = "mtkit"
+    timeout = 60                     # seconds a client may take to send its request: a stalled one frees its thread
 
     def do_GET(self):
         path = urlsplit(self.path).path.rstrip("/")
