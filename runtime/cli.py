@@ -19,7 +19,6 @@ from .cli_options import decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
-TIMING = re.compile(r"\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}\s*-->")                          # and --subtitles
 TAG = re.compile(r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>", re.I)   # for a hint to use --html
 
 EPILOG = """\b
@@ -76,6 +75,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
 
     from .glossary import Glossary, GlossaryError
+    from .subtitles import looks_like_subtitles
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
 
     # Checked before the model loads: the arguments as a file's lines are, and that -o can be written.
@@ -161,7 +161,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         for lineno, tr in enumerate(stream, start=1):
             if lineno == 1 and not quiet and len(TAG.findall(tr.source)) >= 2:
                 print(f"{PROG}: note: the input looks like HTML; --html keeps its markup", file=sys.stderr)
-            if lineno <= 2 and not quiet and (tr.source.startswith("WEBVTT") or TIMING.match(tr.source)):
+            if lineno <= 2 and not quiet and looks_like_subtitles(tr.source):
                 print(f"{PROG}: note: the input looks like subtitles; --subtitles keeps their timings", file=sys.stderr)
             for w in tr.warnings:
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
