@@ -74,20 +74,22 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     if whole and whole != "--html" and text:
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
 
-    from .glossary import Glossary, GlossaryError
-    from .subtitles import looks_like_subtitles
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
 
-    # Checked before the model loads: the arguments as a file's lines are, and that -o can be written.
+    # Checked before the model loads: the arguments as a file's lines are, that -o can be written, the glossary.
     try:
         for number, argument in enumerate(text, start=1):
             check_argument(argument, f"argument {number}")
         if output and output != "-" and not list_languages:
             check_output(output)
-        if glossary:
-            glossary = Glossary.read(glossary)
-    except (InputError, GlossaryError) as e:
+    except InputError as e:
         raise CommandError(str(e)) from None
+    if glossary:
+        from .glossary import Glossary, GlossaryError
+        try:
+            glossary = Glossary.read(glossary)
+        except GlossaryError as e:
+            raise CommandError(str(e)) from None
 
     if from_lang is None and not list_languages:
         from . import language_id
@@ -159,10 +161,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                                            glossary=glossary)
         task = progress.add_task("translate", total=total) if progress else None
         for lineno, tr in enumerate(stream, start=1):
-            if lineno == 1 and not quiet and len(TAG.findall(tr.source)) >= 2:
-                print(f"{PROG}: note: the input looks like HTML; --html keeps its markup", file=sys.stderr)
-            if lineno <= 2 and not quiet and looks_like_subtitles(tr.source):
-                print(f"{PROG}: note: the input looks like subtitles; --subtitles keeps their timings", file=sys.stderr)
+            if not quiet and (note := input_note(lineno, tr.source)):
+                print(f"{PROG}: note: {note}", file=sys.stderr)
             for w in tr.warnings:
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
             crlf = fmt == "text" and lineno <= len(endings) and endings[lineno - 1] == "\r\n"
@@ -182,6 +182,17 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                 progress.stop()
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
+
+
+def input_note(lineno: int, source: str) -> str | None:
+    """A note for a first line that reads as a document --html or --subtitles would translate whole."""
+    if lineno == 1 and len(TAG.findall(source)) >= 2:
+        return "the input looks like HTML; --html keeps its markup"
+    if lineno <= 2 and ("-->" in source or source.startswith("WEBVTT")):
+        from .subtitles import looks_like_subtitles        # only then: start-up stays quick
+        if looks_like_subtitles(source):
+            return "the input looks like subtitles; --subtitles keeps their timings"
+    return None
 
 
 def write_output(output: str | None, write) -> None:

@@ -11,7 +11,6 @@ own: a sentence that runs over two cues is translated in two halves.
 
 from __future__ import annotations
 
-import html
 import re
 
 TIMING = re.compile(r"^\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}\s*-->\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}")
@@ -49,6 +48,8 @@ def translate_subtitles(translator, document: str, to=None, options=None, *, fro
         found = translator.translate([texts[i] for i in plain], to, options, from_lang=from_lang, glossary=glossary,
                                      **overrides)
         done.update((i, tr.text) for i, tr in zip(plain, found))
+    if marked:
+        import html                      # not on mt-translate's start-up path, which imports this module
     for i in marked:                     # WebVTT reads entities; SRT players show them as they are
         page = translator.translate_html(texts[i], to, options, from_lang=from_lang, glossary=glossary, **overrides)
         done[i] = page if vtt else html.unescape(page)

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +30,6 @@ from . import bundle, language_id
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
-from .glossary import Glossary
 from .decode_options import DecodeOptions
 from .language_id import LanguageWarning, SourceLanguage
 from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
@@ -37,6 +37,9 @@ from .repetition import Pieces
 from .search import Hypothesis as SearchHypothesis
 from .sentences import split
 from .vocab import EOS_PIECE, source_ids
+
+if TYPE_CHECKING:
+    from .glossary import Glossary
 
 
 # Batches decoded at once on the CPU. Two keep two cores busy through a decoder step's small kernels:
@@ -129,7 +132,10 @@ def language_code(code: str | None) -> str | None:
 
 
 def check_glossary(glossary) -> None:
-    if glossary is not None and not isinstance(glossary, Glossary):
+    if glossary is None:
+        return
+    from .glossary import Glossary          # only with a glossary: off the start-up path
+    if not isinstance(glossary, Glossary):
         raise TypeError(f"glossary must be a Glossary (Glossary.read(path) or Glossary.from_pairs(...)), "
                         f"not {type(glossary).__name__}")
 
