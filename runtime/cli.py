@@ -19,7 +19,7 @@ from .cli_options import decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
-TAG = re.compile(r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>", re.I)   # for a hint to use --html
+TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
 EPILOG = """\b
 Examples:
@@ -186,7 +186,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
 def input_note(lineno: int, source: str) -> str | None:
     """A note for a first line that reads as a document --html or --subtitles would translate whole."""
-    if lineno == 1 and len(TAG.findall(source)) >= 2:
+    if lineno == 1 and "<" in source and len(re.findall(TAG, source, re.I)) >= 2:
         return "the input looks like HTML; --html keeps its markup"
     if lineno <= 2 and ("-->" in source or source.startswith("WEBVTT")):
         from .subtitles import looks_like_subtitles        # only then: start-up stays quick
