@@ -44,6 +44,7 @@ def translate_html(translator, page: str, to=None, options=None, *, from_lang: s
     translator.tag_id(to)                           # a language the model lacks fails for any page, as in translate
     if from_lang.lower() != "auto":
         translator.target_from(from_lang, to)
+    overrides.pop("return_alignment", None)         # asked for where a sentence's markup needs it
     chunks = _chunks(_events(page))
     blocks = [_Block(c) for c in chunks if isinstance(c, list)]
     units = [(block, words) for block in blocks for words in block.units(split_sentences)]
