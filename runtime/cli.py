@@ -127,6 +127,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         elif input_file and input_file != "-":
             all_lines = read_lines(input_file, endings)
             lines, total = iter(all_lines), len(all_lines)
+        elif not whole and sys.stdin.isatty() and sys.stdout.isatty():
+            lines = typed_lines()
         else:
             lines = decode_lines(sys.stdin.buffer, "stdin", endings)
     except InputError as e:
@@ -182,6 +184,25 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                 progress.stop()
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
+
+
+def typed_lines():
+    """Lines typed at a terminal after a "> " prompt, each translated as soon as it is entered, with line
+    editing and history (readline, where Python has it; Windows' console edits lines itself). Ctrl-D ends."""
+    from .text_io import InputError
+    try:
+        import readline  # noqa: F401  -- input() uses it once it is imported
+    except ImportError:
+        pass
+    while True:
+        try:
+            yield input("> ")
+        except EOFError:
+            print()                     # the shell's prompt on a line of its own
+            return
+        except UnicodeDecodeError as e:
+            raise InputError(f"stdin: invalid {e.encoding} (byte {e.object[e.start]:#x}); "
+                             f"set the terminal to UTF-8") from None
 
 
 def input_note(lineno: int, source: str) -> str | None:

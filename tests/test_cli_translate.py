@@ -241,6 +241,35 @@ def test_output_fifo_and_device_are_written_into(capsys, monkeypatch, tmp_path):
         os.close(follower)
 
 
+def test_typing_at_a_terminal_has_line_editing(model):
+    """stdin and stdout a terminal: a prompt, each line translated when entered, and readline edits it
+    (Ctrl-A goes to the line's start, where "Tom " is typed in front of "schrie."); Ctrl-D ends."""
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([str(BIN), "--threads", str(ORT_THREADS), "--from", "de", "--greedy"], stdin=follower,
+                            stdout=follower, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1",
+                                                                          "TERM": "xterm"})
+    os.close(follower)
+    def read_until(wanted: bytes) -> bytes:
+        shown, deadline = b"", time.time() + 60
+        while wanted not in shown and time.time() < deadline:
+            if select.select([leader], [], [], 0.5)[0]:
+                shown += os.read(leader, 4096)
+        return shown
+
+    try:
+        assert read_until(b"> ").endswith(b"> ")               # the model is loaded: type
+        os.write(leader, "schrie.\x01Tom \n".encode())
+        shown = read_until(f"{ENGLISH[6]}\r\n> ".encode())
+        os.write(leader, b"\x04")
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+        assert f"\r\n{ENGLISH[6]}\r\n".encode() in shown, shown
+    finally:
+        proc.kill()
+        os.close(leader)
+
+
 def test_gz_output_is_gzip(capsys, monkeypatch, tmp_path):
     from mtkit.runtime.text_io import read_lines
 
