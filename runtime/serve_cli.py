@@ -36,7 +36,7 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @click.option("--cors", metavar="ORIGIN", default=None,
               help="Let web pages from ORIGIN (or '*': any) call the server from a browser (default: none).")
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
-@decoding_options()
+@decoding_options(exclude=("num_hypotheses", "return_alignment"))     # per request: "alternatives"
 def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, quiet, options) -> None:
     """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages."""
     import warnings
