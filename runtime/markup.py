@@ -11,7 +11,8 @@ byte for byte. Inside a sentence, such an element stands for words: it travels a
 Markup that stands for no words (img, wbr, a tag that does not pair up in its block) stays out of
 the model's way: it goes back after the translation of the word it followed. Only sentences whose
 words differ in their elements ask for the alignment, which costs about twice the decoding time.
-Attributes are not translated.
+The attributes people read (title, alt, placeholder, aria-label, a button's value) are translated
+too, as Firefox's translations do; the rest of a tag stays as written.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ VOID = frozenset("area base br col embed hr img input keygen link meta param sou
 ATOM_REF = re.compile(r"`(\d+)`")
 PUNCTUATION = re.compile(r"""([(\[{"'„“‚‘«»¿¡]*)(.*?)([)\]}"'“”‘’«».,;:!?…]*)""", re.S)   # around a word
 LETTER = re.compile(r"[^\W\d_]")
+TEXT_ATTRIBUTES = ("title", "alt", "placeholder", "aria-label")      # and a button's value: what people read
 
 
 def translate_html(translator, page: str, to=None, options=None, *, from_lang: str = "auto",
@@ -45,7 +47,8 @@ def translate_html(translator, page: str, to=None, options=None, *, from_lang: s
     if from_lang.lower() != "auto":
         translator.target_from(from_lang, to)
     overrides.pop("return_alignment", None)         # asked for where a sentence's markup needs it
-    chunks = _chunks(_events(page))
+    events = _translate_attributes(translator, _events(page), to, options, from_lang, glossary, overrides)
+    chunks = _chunks(events)
     blocks = [_Block(c) for c in chunks if isinstance(c, list)]
     units = [(block, words) for block in blocks for words in block.units(split_sentences)]
     texts = [" ".join(w.text for w in words) for _, words in units]
@@ -125,6 +128,59 @@ def _untranslated(tag: str, attrs: dict) -> bool:
             or "notranslate" in (attrs.get("class") or "").split())
 
 
+def _element_end(events, start: int) -> int:
+    """The index after the element that starts at `start`: past its own end tag (a void one: itself)."""
+    kind, tag = events[start][:2]
+    depth, i = kind == "start", start + 1
+    while depth and i < len(events):
+        depth += {"start": 1, "end": -1}.get(events[i][0], 0) if events[i][1] == tag else 0
+        i += 1
+    return i
+
+
+def _translated_tags(events) -> list[int]:
+    """The start tags whose attributes are the page's text: all but those inside what stays as it is."""
+    found, i = [], 0
+    while i < len(events):
+        kind, tag, _, attrs = events[i]
+        if kind in ("start", "void") and _untranslated(tag, attrs):
+            i = _element_end(events, i)
+            continue
+        if kind in ("start", "void"):
+            found.append(i)
+        i += 1
+    return found
+
+
+def _attribute_texts(attrs: dict, tag: str) -> list[str]:
+    """The attributes of a tag that people read: a tooltip, an image's text, a field's hint, a button's label."""
+    names = [n for n in TEXT_ATTRIBUTES if attrs.get(n)]
+    if tag == "input" and (attrs.get("type") or "").lower() in ("submit", "button", "reset") and attrs.get("value"):
+        names.append("value")
+    return names
+
+
+def _with_attribute(raw: str, name: str, value: str) -> str:
+    """The start tag `raw` with attribute `name` set to `value` (escaped, double-quoted); the rest as written."""
+    pattern = re.compile(rf"""(\s{name}\s*=\s*)("[^"]*"|'[^']*'|[^\s"'=<>`]+)""", re.IGNORECASE)
+    return pattern.sub(lambda m: m.group(1) + '"' + html.escape(value, quote=True) + '"', raw, count=1)
+
+
+def _translate_attributes(translator, events: list, to, options, from_lang, glossary, overrides) -> list:
+    """`events` with the readable attributes of the page's tags (TEXT_ATTRIBUTES) translated in place."""
+    wanted = [(i, name) for i in _translated_tags(events) for name in _attribute_texts(events[i][3], events[i][1])
+              if LETTER.search(events[i][3][name])]
+    if not wanted:
+        return events
+    found = translator.translate([events[i][3][name] for i, name in wanted], to, options, from_lang=from_lang,
+                                 glossary=glossary, **overrides)
+    events = list(events)
+    for (i, name), tr in zip(wanted, found):
+        kind, tag, raw, attrs = events[i]
+        events[i] = (kind, tag, _with_attribute(raw, name, tr.text), {**attrs, name: tr.text})
+    return events
+
+
 def _chunks(events) -> list[str | list]:
     """The page as raw strings (kept as they are) and blocks: lists of (kind, tag, raw) items, where
     kind is "text", "start", "end" (inline tags), "atom" (untranslated words that travel whole) or
@@ -136,11 +192,9 @@ def _chunks(events) -> list[str | list]:
         kind, tag, raw, attrs = events[i]
         i += 1
         if kind in ("start", "void") and _untranslated(tag, attrs):
-            depth = kind == "start"
-            while depth and i < len(events):         # the element whole, to its own end tag
-                depth += {"start": 1, "end": -1}.get(events[i][0], 0) if events[i][1] == tag else 0
-                raw += events[i][2]
-                i += 1
+            end = _element_end(events, i - 1)
+            raw += "".join(e[2] for e in events[i:end])
+            i = end
             inline = "silent" if tag in SILENT else "atom" if tag in ATOMS | INLINE else ""
         elif kind == "text" or (kind in ("start", "end") and tag in INLINE):
             block.append((kind, tag, raw))

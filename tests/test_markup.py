@@ -90,11 +90,26 @@ def test_verbatim_parts_are_kept_byte_for_byte(fixture_translator):
 
 
 def test_inline_code_and_images_travel_whole_inside_a_sentence(fixture_translator):
-    page = f'<p>{GERMAN[16]} <code>x &lt; 1</code> <img src="b.png" alt="Bananen"></p>'
+    page = f'<p>{GERMAN[16]} <code>x &lt; 1</code> <img src="b.png"></p>'
     out = translate(fixture_translator, page)
-    assert out.count("<code>x &lt; 1</code>") == 1 and out.count('<img src="b.png" alt="Bananen">') == 1
+    assert out.count("<code>x &lt; 1</code>") == 1 and out.count('<img src="b.png">') == 1
     assert sorted(Outline(out).tags) == sorted(Outline(page).tags)
     assert "`" not in out                                    # no placeholder is left behind
+
+
+def test_the_attributes_people_read_are_translated(fixture_translator):
+    page = (f'<p title="{GERMAN[0]}">{GERMAN[1]} <img src=a.png alt=\'{GERMAN[2]}\' class=x></p>'
+            f'<input type=submit value="{GERMAN[3]}"><input name=q placeholder="{GERMAN[4]}" value="{GERMAN[5]}">'
+            f'<a href="/x" aria-label="{GERMAN[6]}" data-note="{GERMAN[7]}">{GERMAN[8]}</a>'
+            f'<pre title="{GERMAN[9]}">x</pre><span translate="no" title="{GERMAN[10]}">y</span>')
+    out = translate(fixture_translator, page)
+    q = lambda text: html.escape(text, quote=True)                           # noqa: E731
+    assert f'<p title="{q(ENGLISH[0])}">' in out and f'alt="{q(ENGLISH[2])}" class=x>' in out
+    assert f'<input type=submit value="{q(ENGLISH[3])}">' in out
+    assert f'placeholder="{q(ENGLISH[4])}" value="{GERMAN[5]}">' in out      # a field's own value is data
+    assert f'aria-label="{q(ENGLISH[6])}" data-note="{GERMAN[7]}">' in out
+    assert f'<pre title="{GERMAN[9]}">x</pre><span translate="no" title="{GERMAN[10]}">y</span>' in out
+    assert len(Outline(out).tags) == len(Outline(page).tags)
 
 
 def test_entities_and_special_characters_stay_escaped(fixture_translator):
