@@ -7,6 +7,7 @@ shows, never sacrebleu or torch).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -136,16 +137,12 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     interactive = not text and not input_file and sys.stdin.isatty()
 
     if whole:
-        settings = dict(from_lang=from_lang or "auto", glossary=glossary)
-        if subtitles:
-            def translate_one(document: str) -> str:
-                return translator.translate_subtitles(document, to, options, **settings)
-        elif markdown:
-            def translate_one(document: str) -> str:
-                return translator.translate_markdown(document, to, options, **settings)
-        else:
-            def translate_one(document: str) -> str:
-                return translator.translate_html(document, to, options, split_sentences=not no_split, **settings)
+        method = {"--html": functools.partial(translator.translate_html, split_sentences=not no_split),
+                  "--subtitles": translator.translate_subtitles, "--markdown": translator.translate_markdown}[whole]
+
+        def translate_one(document: str) -> str:
+            return method(document, to, options, from_lang=from_lang or "auto", glossary=glossary)
+
         try:
             documents = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
             write_output(output, lambda out: write_documents(out, translate_one, documents, newline=bool(text)))

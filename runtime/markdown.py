@@ -15,6 +15,8 @@ import html
 import re
 from html.parser import HTMLParser
 
+from .markup import VOID, translate_fragments
+
 PAIRS = {"strong": "b", "em": "i", "s": "s"}         # Markdown emphasis -> the inline element it travels as
 ESCAPE = re.compile(r"([\\`*_\[\]<>])")
 ESCAPE_IN_TABLE = re.compile(r"([\\`*_\[\]<>|])")
@@ -33,11 +35,10 @@ def translate_markdown(translator, document: str, to=None, options=None, *, from
         in_table = token.type in ("th_open", "td_open") or (in_table and token.type == "inline")
         if token.type == "inline" and token.map and token.content.strip():
             units.append(_Unit(token, skip, in_table))
-    page = "".join(f'<div data-u="{n}">{u.html}</div>' for n, u in enumerate(units))
-    translated = translator.translate_html(page, to, options, from_lang=from_lang, glossary=glossary, **overrides)
-    pieces = re.split(r'<div data-u="(\d+)">', translated)[1:]
-    for n, body in zip(pieces[::2], pieces[1::2]):
-        units[int(n)].translation = units[int(n)].markdown(body.removesuffix("</div>"))
+    translated = translate_fragments(translator, [u.html for u in units], to, options, from_lang=from_lang,
+                                     glossary=glossary, **overrides)
+    for unit, body in zip(units, translated):
+        unit.translation = unit.markdown(body)
     done: dict[int, int] = {}                           # line -> where to look for the next table cell
     for unit in units:
         unit.write_into(lines, done)
@@ -146,32 +147,30 @@ def _title(token) -> str:
 
 
 class _MarkdownWriter(HTMLParser):
+    """A unit's translated HTML back to Markdown: its markers as they were written, the document's own
+    inline HTML as it is, the text escaped."""
+
     def __init__(self, markers: list[tuple[str, str]], escape: re.Pattern):
         super().__init__(convert_charrefs=True)
         self.markers, self.escape, self.out = markers, escape, []
         self.open: list[tuple[str, str]] = []           # (tag, what closes it)
-        self.skip = 0
+        self.skip = 0                                   # inside a code span's placeholder element
 
-    def handle_starttag(self, tag, attrs):
-        marker = dict(attrs).get("data-m")
+    def handle_starttag(self, tag, attrs, empty: bool = False):
         if self.skip:
-            self.skip += tag == "code"
+            self.skip += tag == "code" and not empty
             return
-        if marker is None:                              # the document's own inline HTML
-            self.out.append(self.get_starttag_text())
-            self.open.append((tag, f"</{tag}>"))
+        marker = dict(attrs).get("data-m")
+        self.out.append(self.get_starttag_text() if marker is None else self.markers[int(marker)][0])
+        if empty or tag in VOID:                        # <br/>, an image: nothing to close
             return
-        opening, closing = self.markers[int(marker)]
-        self.out.append(opening)
-        if tag == "code":
+        if marker is not None and tag == "code":        # the span itself is in its marker
             self.skip = 1
-        elif tag not in ("img", "wbr"):
-            self.open.append((tag, closing))
+        else:
+            self.open.append((tag, f"</{tag}>" if marker is None else self.markers[int(marker)][1]))
 
     def handle_startendtag(self, tag, attrs):
-        self.handle_starttag(tag, attrs)
-        if self.skip and tag == "code":
-            self.skip -= 1
+        self.handle_starttag(tag, attrs, empty=True)
 
     def handle_endtag(self, tag):
         if self.skip:

@@ -43,9 +43,6 @@ TEXT_ATTRIBUTES = ("title", "alt", "placeholder", "aria-label")      # and a but
 def translate_html(translator, page: str, to=None, options=None, *, from_lang: str = "auto",
                    split_sentences: bool = True, glossary=None, **overrides) -> str:
     """`page` (a document or a fragment) with its text translated by `translator` and its markup kept."""
-    translator.tag_id(to)                           # a language the model lacks fails for any page, as in translate
-    if from_lang.lower() != "auto":
-        translator.target_from(from_lang, to)
     overrides.pop("return_alignment", None)         # asked for where a sentence's markup needs it
     events = _translate_attributes(translator, _events(page), to, options, from_lang, glossary, overrides)
     chunks = _chunks(events)
@@ -66,6 +63,17 @@ def translate_html(translator, page: str, to=None, options=None, *, from_lang: s
     out = iter(blocks)
     language = (to or translator.default_language).lower()
     return "".join(next(out).render() if isinstance(c, list) else _relabel(c, language) for c in chunks)
+
+
+def translate_fragments(translator, fragments: list[str], to=None, options=None, **settings) -> list[str]:
+    """Each HTML fragment translated, all in one call: each travels as a block of one page, so none
+    runs into the next (for a Markdown file's blocks, a subtitle file's cues)."""
+    page = "".join(f'<div data-mtkit-unit="{n}">{fragment}</div>' for n, fragment in enumerate(fragments))
+    pieces = re.split(r'<div data-mtkit-unit="(\d+)">', translator.translate_html(page, to, options, **settings))[1:]
+    translated = [""] * len(fragments)
+    for n, body in zip(pieces[::2], pieces[1::2]):
+        translated[int(n)] = body.removesuffix("</div>")
+    return translated
 
 
 def _relabel(raw: str, language: str) -> str:
@@ -213,6 +221,11 @@ def _chunks(events) -> list[str | list]:
     return chunks
 
 
+def _has_words(kind: str, raw: str) -> bool:
+    """Whether a block item holds words: text that is not only space, or an atom (words kept whole)."""
+    return kind == "atom" or (kind == "text" and bool(html.unescape(raw).strip()))
+
+
 @dataclass
 class _Word:
     text: str
@@ -236,7 +249,7 @@ class _Block:
     def __post_init__(self):
         self._pair_tags()
         content = [k for k, (kind, _, raw) in enumerate(self.items)
-                   if kind == "atom" or (kind == "text" and html.unescape(raw).strip())]
+                   if _has_words(kind, raw)]
         if not content:
             self.prefix = "".join(raw for _, _, raw in self.items)
             return
@@ -302,8 +315,7 @@ class _Block:
                         del open_tags[depth:]
                         break
         for start, end in list(self.partner.items()):
-            if start < end and not any(kind == "atom" or (kind == "text" and html.unescape(raw).strip())
-                                       for kind, _, raw in self.items[start + 1:end]):
+            if start < end and not any(_has_words(kind, raw) for kind, _, raw in self.items[start + 1:end]):
                 del self.partner[start], self.partner[end]
 
     def units(self, split_sentences: bool) -> list[list[_Word]]:

@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 from . import language_id
 from .decode_options import DecodeOptions
 from .errors import TranslationError
+from .markup import translate_fragments
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "bg": "Bulgarian", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek", "en": "English",
@@ -86,9 +87,8 @@ class Service:
             options = replace(options, num_hypotheses=alternatives + 1, **wider)
         try:
             if fmt == "html":
-                results = [self.translator.translate_html(text, target, options, from_lang=source, glossary=self.glossary)
-                           for text in texts]
-                answer: dict = {"translatedText": results}
+                answer: dict = {"translatedText": translate_fragments(self.translator, texts, target, options,
+                                                                       from_lang=source, glossary=self.glossary)}
             else:
                 translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary)
                 answer = {"translatedText": [tr.text for tr in translations]}

@@ -25,45 +25,45 @@ def looks_like_subtitles(text: str) -> bool:
 def translate_subtitles(translator, document: str, to=None, options=None, *, from_lang: str = "auto",
                         glossary=None, **overrides) -> str:
     """`document` (SRT or WebVTT) with each cue's text translated and all else kept."""
-    translator.tag_id(to)
-    if from_lang.lower() != "auto":
-        translator.target_from(from_lang, to)
-    vtt = document.lstrip("\ufeff").startswith("WEBVTT")
     lines = document.splitlines(keepends=True)
-    cues = _cues(lines)
-    texts, places = [], []               # what to translate, and (cue, line or None for the whole cue)
-    for c, (_, cue_lines) in enumerate(cues):
-        bodies = [_body(lines[i]) for i in cue_lines]
-        if len(bodies) > 1 and all(DIALOGUE.match(b) for b in bodies):
-            for n, b in enumerate(bodies):
-                texts.append(DIALOGUE.match(b).group(2))
-                places.append((c, n))
-        else:
-            texts.append(" ".join(b.strip() for b in bodies))
-            places.append((c, None))
-    plain = [i for i, t in enumerate(texts) if "<" not in t]
-    marked = [i for i, t in enumerate(texts) if "<" in t]
-    done: dict[int, str] = {}
-    if plain:
-        found = translator.translate([texts[i] for i in plain], to, options, from_lang=from_lang, glossary=glossary,
-                                     **overrides)
-        done.update((i, tr.text) for i, tr in zip(plain, found))
-    if marked:
-        import html                      # not on mt-translate's start-up path, which imports this module
-    for i in marked:                     # WebVTT reads entities; SRT players show them as they are
-        page = translator.translate_html(texts[i], to, options, from_lang=from_lang, glossary=glossary, **overrides)
-        done[i] = page if vtt else html.unescape(page)
+    cues = []                            # per cue: its line numbers, their text, and where its texts are in `texts`
+    texts: list[str] = []
+    for _, numbers in _cues(lines):
+        bodies = [_body(lines[i]) for i in numbers]
+        dialogue = len(bodies) > 1 and all(DIALOGUE.match(b) for b in bodies)
+        parts = [DIALOGUE.match(b).group(2) for b in bodies] if dialogue else [" ".join(b.strip() for b in bodies)]
+        cues.append((numbers, bodies, range(len(texts), len(texts) + len(parts))))
+        texts += parts
+    settings = dict(from_lang=from_lang, glossary=glossary, **overrides)
+    done = _translated(translator, texts, document.lstrip("\ufeff").startswith("WEBVTT"), to, options, settings)
     out = list(lines)
-    for c, (_, cue_lines) in enumerate(cues):
-        bodies = [_body(lines[i]) for i in cue_lines]
-        translated = [done[i] or texts[i] for i, (cue, _) in enumerate(places) if cue == c]
+    for numbers, bodies, places in cues:
+        translated = [done[i] or texts[i] for i in places]
         if len(translated) > 1:                           # dialogue: line by line, dashes kept
             new = [DIALOGUE.match(b).group(1) + t for b, t in zip(bodies, translated)]
         else:
             new = wrap(translated[0], len(bodies))
-        for n, i in enumerate(cue_lines):                 # a cue never gets a blank line: that would end it
+        for n, i in enumerate(numbers):                   # a cue never gets a blank line: that would end it
             out[i] = new[n] + lines[i][len(bodies[n]):] if n < len(new) else ""
     return "".join(out)
+
+
+def _translated(translator, texts: list[str], vtt: bool, to, options, settings: dict) -> list[str]:
+    """Each cue text translated: plain ones as text, those with tags (<i>, <v Anna>) as HTML fragments."""
+    from .markup import translate_fragments
+
+    done = [""] * len(texts)
+    plain = [i for i, t in enumerate(texts) if "<" not in t]
+    marked = [i for i, t in enumerate(texts) if "<" in t]
+    if plain:
+        for i, tr in zip(plain, translator.translate([texts[i] for i in plain], to, options, **settings)):
+            done[i] = tr.text
+    if marked:
+        import html                      # not on mt-translate's start-up path, which imports this module
+        fragments = translate_fragments(translator, [texts[i] for i in marked], to, options, **settings)
+        for i, fragment in zip(marked, fragments):   # WebVTT reads entities; SRT players show them as they are
+            done[i] = fragment if vtt else html.unescape(fragment)
+    return done
 
 
 def _body(line: str) -> str:

@@ -445,33 +445,44 @@ class Translator:
         (runtime/markup.py): inline elements go back around the words they covered; script, style, pre,
         code and anything marked translate="no" or class="notranslate" come back unchanged. Options as
         for `translate`; the best hypothesis is used."""
-        if not isinstance(page, str):
-            raise TranslationError(f"page must be a str, not {type(page).__name__}")
         from . import markup          # html.parser stays off the start-up path of plain text
-        return markup.translate_html(self, page, to, options, from_lang=from_lang, split_sentences=split_sentences,
-                                     glossary=glossary, **overrides)
+        return self._document(markup.translate_html, "page", page, to, options, from_lang, glossary,
+                              split_sentences=split_sentences, **overrides)
 
     def translate_subtitles(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
                             from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
         """`document`, an SRT or WebVTT file's text, with each cue's text translated and its numbers,
         timings and layout kept (runtime/subtitles.py). Options as for `translate`."""
-        if not isinstance(document, str):
-            raise TranslationError(f"document must be a str, not {type(document).__name__}")
-        check_glossary(glossary)
         from . import subtitles
-        return subtitles.translate_subtitles(self, document, to, options, from_lang=from_lang, glossary=glossary,
-                                             **overrides)
+        return self._document(subtitles.translate_subtitles, "document", document, to, options, from_lang, glossary,
+                              **overrides)
 
     def translate_markdown(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
                            from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
         """`document`, Markdown, with the text of its headings, paragraphs, lists, quotes and tables
         translated, and its code, links' targets, front matter and layout kept (runtime/markdown.py)."""
-        if not isinstance(document, str):
-            raise TranslationError(f"document must be a str, not {type(document).__name__}")
-        check_glossary(glossary)
         from . import markdown
-        return markdown.translate_markdown(self, document, to, options, from_lang=from_lang, glossary=glossary,
-                                           **overrides)
+        return self._document(markdown.translate_markdown, "document", document, to, options, from_lang, glossary,
+                              **overrides)
+
+    def _document(self, translate, name: str, document: str, to, options, from_lang, glossary, **more) -> str:
+        """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks
+        `translate` makes: so a language the model lacks fails even for a document without words."""
+        if not isinstance(document, str):
+            raise TranslationError(f"{name} must be a str, not {type(document).__name__}")
+        self._direction(to, from_lang, glossary)
+        return translate(self, document, to, options, from_lang=from_lang, glossary=glossary, **more)
+
+    def _direction(self, to: str | None, from_lang: str, glossary: Glossary | None = None) -> tuple[str, str, int]:
+        """`to` (default: the model's) and `from_lang`, lower-cased and checked against the model's
+        directions, and the target's tag id; the glossary's type checked too."""
+        to, from_lang = language_code(to), language_code(from_lang)
+        check_glossary(glossary)
+        tag = self.tag_id(to)
+        to = to or self.default_language
+        if from_lang != "auto":
+            self.target_from(from_lang, to)
+        return to, from_lang, tag
 
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
                    split_sentences: bool, overrides: dict, glossary: Glossary | None = None) -> list[Translation]:
@@ -480,12 +491,7 @@ class Translator:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
-        to, from_lang = language_code(to), language_code(from_lang)
-        check_glossary(glossary)
-        tag = self.tag_id(to)
-        to = to or self.default_language
-        if from_lang != "auto":
-            self.target_from(from_lang, to)
+        to, from_lang, tag = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)
         t0 = time.perf_counter()
         text_languages: list[list[SourceLanguage]] = [[] for _ in texts]
@@ -584,12 +590,8 @@ class Translator:
         result is asked for, before the first text is read."""
         texts = as_texts(texts)
         check_count("batch_size", batch_size)
-        to, from_lang = language_code(to), language_code(from_lang)
-        self.tag_id(to)
-        if from_lang != "auto":
-            self.target_from(from_lang, to or self.default_language)
+        to, from_lang, _ = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)      # fail before reading
-        check_glossary(glossary)
         iterator = iter(texts)
         while batch := list(itertools.islice(iterator, batch_size)):
             yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary)
