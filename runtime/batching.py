@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .prefix import Prefix
 from .repetition import Pieces
 from .search import DecodeOptions, DecoderBackend, Result, decode
 from .vocab import PAD_ID
@@ -34,9 +35,10 @@ def pad_batch(sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOptions,
                max_tokens: int = 4096, max_sentences: int = 64, parallel_batches: int = 1,
-               pieces: Pieces | None = None) -> list[Result]:
+               pieces: Pieces | None = None, prefixes: list[Prefix | None] | None = None) -> list[Result]:
     """Decode every source (encoder ids) and return the results in input order. `pieces`: the
-    vocabulary, so that the loop ban sees words (repetition.py).
+    vocabulary, so that the loop ban sees words (repetition.py); `prefixes`, one per source (None:
+    none), what each output must start with (prefix.py).
 
     With `parallel_batches` > 1, that many batches decode at once, in threads: ONNX Runtime releases
     the GIL while it runs, and a decoder step's kernels are too small to keep every core busy from
@@ -45,12 +47,13 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
 
     A source given more than once (a subtitle's "Yes.", a page's menu) is decoded once and its result
     shared, except when sampling, where each is its own draw."""
+    prefixes = prefixes or [None] * len(sources)
     if not opts.sampling:
-        unique: dict[tuple[int, ...], int] = {}
-        index = [unique.setdefault(tuple(s), len(unique)) for s in sources]
+        unique: dict[tuple, int] = {}
+        index = [unique.setdefault((tuple(s), p), len(unique)) for s, p in zip(sources, prefixes)]
         if len(unique) < len(sources):
-            decoded_once = decode_all(backend, [list(s) for s in unique], opts, max_tokens, max_sentences,
-                                      parallel_batches, pieces)
+            decoded_once = decode_all(backend, [list(s) for s, _ in unique], opts, max_tokens, max_sentences,
+                                      parallel_batches, pieces, [p for _, p in unique])
             return [decoded_once[i] for i in index]
     results: list[Result | None] = [None] * len(sources)
     rows = max(opts.beam_size, 1) * max(parallel_batches, 1)
@@ -58,7 +61,7 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
 
     def run(batch: list[int]) -> list[Result]:
         src_ids, src_mask = pad_batch([sources[i] for i in batch])
-        return decode(backend, src_ids, src_mask, opts, pieces)
+        return decode(backend, src_ids, src_mask, opts, pieces, [prefixes[i] for i in batch])
 
     if parallel_batches > 1 and len(batches) > 1:
         pool = ThreadPoolExecutor(min(parallel_batches, len(batches)), thread_name_prefix="mtkit-decode")

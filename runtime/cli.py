@@ -28,6 +28,7 @@ Examples:
   mt-translate --to de "Good morning!"
   cat in.de | mt-translate --to en > out.en
   mt-translate -i in.de -o out.en --format jsonl --n-best 3
+  mt-translate --n-best 3 --prefix "The train to Mun" "Der Zug nach München ist voll."
   mt-translate --html -i page.de.html -o page.en.html
   mt-translate --subtitles -i film.de.srt -o film.en.srt
   mt-translate --markdown -i README.de.md -o README.en.md
@@ -45,6 +46,9 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
               help="text: one line per input (n-best tab-separated); jsonl: scores, tokens, n-best, timings.")
 @decoding_options()
 @click.option("--no-split", is_flag=True, help="Do not split lines into sentences.")
+@click.option("--prefix", metavar="TEXT", help="Start every translation with TEXT and let the model continue it (a "
+                                                "last word left unfinished is completed); each line is then one "
+                                                "sentence.")
 @click.option("--glossary", metavar="FILE", help="Terms to translate one way: a UTF-8 file, tab-separated, whose "
                                                    "first line names its two languages (\"de<TAB>en\"); used "
                                                    "both ways.")
@@ -58,7 +62,7 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
               help="Lines translated together (1 when stdin is a terminal).")
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
-def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split,
+def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
          glossary, subtitles, markdown, html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
@@ -72,6 +76,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise click.UsageError(f"{' and '.join(wholes)}: choose one")
     if whole and (fmt != "text" or options.num_hypotheses > 1):
         raise click.UsageError(f"{whole} writes the translated file: it takes neither --format jsonl nor --n-best")
+    if whole and prefix is not None:
+        raise click.UsageError(f"--prefix starts the translation of a line: {whole} translates a whole document")
     if whole and whole != "--html" and text:
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
 
@@ -81,6 +87,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     try:
         for number, argument in enumerate(text, start=1):
             check_argument(argument, f"argument {number}")
+        if prefix is not None:
+            check_argument(prefix, "--prefix")
         if output and output != "-" and not list_languages:
             check_output(output)
     except InputError as e:
@@ -157,7 +165,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     def write_all(out) -> None:
         stream = translator.translate_iter(lines, to, options, from_lang=from_lang or "auto",
                                            batch_size=1 if interactive else batch_size, split_sentences=not no_split,
-                                           glossary=glossary)
+                                           glossary=glossary, prefix=prefix)
         task = progress.add_task("translate", total=total) if progress else None
         for lineno, tr in enumerate(stream, start=1):
             if not quiet and (note := input_note(lineno, tr.source)):

@@ -8,6 +8,7 @@ has other ids, so only the words show that "in der Eurozone in der Eurozone" rep
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,11 @@ class Pieces:
         """From a SentencePiece processor (~8 ms for 16k pieces: the Translator builds it while its
         ONNX Runtime sessions load)."""
         return cls.of(tokenizer.id_to_piece(list(range(tokenizer.get_piece_size()))))
+
+    @functools.cached_property
+    def in_text_order(self) -> list[tuple[str, int]]:
+        """(piece, id) sorted by piece, so that the pieces with a given beginning are one run (prefix.py)."""
+        return sorted((piece, i) for i, piece in enumerate(self.by_id))
 
 
 def banned_tokens(histories: list[list[int]], opts: DecodeOptions, pieces: Pieces | None = None) -> dict[int, list[int]]:

@@ -13,6 +13,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from .decode_options import DecodeOptions
+from .prefix import Prefix, allowed_rows
 from .repetition import Pieces, banned_tokens
 from .vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -72,16 +73,17 @@ def top_tokens(logp: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     return ids, np.take_along_axis(logp, ids, axis=1)
 
 
-def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, bans):
+def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, bans, allows=None):
     """One decoder step, reduced to what a search keeps: each row's `width` best token ids [N,w], their
     log-probs, EOS's log-prob [N] and the cross-attention (or None).
 
     The backend's search head ranks the vocabulary inside the graph when it has a wide enough one and
     nothing needs the whole distribution; banned tokens are then dropped from its candidates, which is
     exact unless a row loses so many that fewer than `width` are left. `bans()` gives each row's
-    banned tokens ({row: ids}, repetition.banned_tokens).
+    banned tokens ({row: ids}, repetition.banned_tokens); `allows` the only tokens a row inside its
+    prefix may take ({row: ids}, prefix.allowed_rows).
     """
-    if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment:
+    if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment and not allows:
         logp, ids, eos = backend.step_top(state, tokens)
         if banned_rows := bans():
             logp = logp.copy()
@@ -90,17 +92,24 @@ def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOpti
             order = np.argsort(-logp, axis=1, kind="stable")      # the survivors first, still best first
             logp, ids = np.take_along_axis(logp, order, axis=1), np.take_along_axis(ids, order, axis=1)
         return ids[:, :width], logp[:, :width], eos, None
-    logp, attn = step_logprobs(backend, state, tokens, opts, bans)
+    logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows)
     ids, top_logp = top_tokens(logp, width)
     return ids, top_logp, logp[:, EOS_ID], attn
 
 
-def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, bans):
-    """One decoder step's full log-probabilities [N,V], banned tokens at -inf, and the cross-attention."""
+def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, bans, allows=None):
+    """One decoder step's full log-probabilities [N,V], banned tokens at -inf, and the cross-attention.
+    A row inside its prefix keeps only the tokens `allows` gives it: what the user wrote is not banned."""
     logits, attn = backend.step(state, tokens, need_attention=opts.return_alignment)
     logp = log_softmax(logits)
+    allows = allows or {}
     for row, banned in bans().items():
-        logp[row, banned] = -np.inf
+        if row not in allows:
+            logp[row, banned] = -np.inf
+    for row, allowed in allows.items():
+        kept = logp[row, allowed]
+        logp[row] = -np.inf
+        logp[row, allowed] = kept
     return logp, attn
 
 
@@ -122,34 +131,42 @@ def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
     return pick(beams), pick(tokens), pick(scores)
 
 
-def max_lengths(src_mask: np.ndarray, opts: DecodeOptions) -> np.ndarray:
-    """Each sentence's last decoding step: the length ratio's, capped by the positions in max_length (if set)."""
+def max_lengths(src_mask: np.ndarray, opts: DecodeOptions, prefixes: list[Prefix | None] | None = None) -> np.ndarray:
+    """Each sentence's last decoding step: the length ratio's, or past its prefix by max_length_extra,
+    capped by the positions in max_length (if set)."""
     src_len = src_mask.sum(axis=1)
     limits = np.ceil(opts.max_length_ratio * src_len).astype(np.int64) + opts.max_length_extra
+    if prefixes is not None:
+        limits = np.maximum(limits, [(p.most_steps if p else 0) + 1 + opts.max_length_extra for p in prefixes])
     return limits if opts.max_length is None else np.minimum(limits, opts.max_length - 1)
 
 
 def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, opts: DecodeOptions,
-           pieces: Pieces | None = None) -> list[Result]:
-    """Decode a padded batch. With the vocabulary's `pieces`, the loop ban also sees words (repetition.py)."""
+           pieces: Pieces | None = None, prefixes: list[Prefix | None] | None = None) -> list[Result]:
+    """Decode a padded batch. With the vocabulary's `pieces`, the loop ban also sees words (repetition.py).
+    `prefixes`, one per sentence (None: none), are what each output must start with (prefix.py)."""
+    if prefixes is not None and not any(prefixes):
+        prefixes = None
     if opts.sampling:
         n = max(opts.num_hypotheses, 1)
         if n == 1:
-            return _sample(backend, src_ids, src_mask, opts, pieces)
+            return _sample(backend, src_ids, src_mask, opts, pieces, prefixes)
         # n independent samples per sentence: decode each sentence n times, best sample first.
-        flat = _sample(backend, np.repeat(src_ids, n, axis=0), np.repeat(src_mask, n, axis=0), opts, pieces)
+        flat = _sample(backend, np.repeat(src_ids, n, axis=0), np.repeat(src_mask, n, axis=0), opts, pieces,
+                       prefixes and [p for p in prefixes for _ in range(n)])
         return [Result(sorted((h for r in flat[i * n:(i + 1) * n] for h in r.hypotheses), key=lambda h: -h.score))
                 for i in range(src_ids.shape[0])]
     if opts.beam_size <= 1:
-        return _greedy(backend, src_ids, src_mask, opts, pieces)
-    return _beam(backend, src_ids, src_mask, opts, pieces)
+        return _greedy(backend, src_ids, src_mask, opts, pieces, prefixes)
+    return _beam(backend, src_ids, src_mask, opts, pieces, prefixes)
 
 
-def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None, pick=None) -> list[Result]:
+def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None,
+            prefixes: list[Prefix | None] | None = None, pick=None) -> list[Result]:
     """Greedy search (or sampling, with `pick`). Finished rows leave the batch so that no step is
     spent on them."""
     batch = src_ids.shape[0]
-    limits = max_lengths(src_mask, opts)
+    limits = max_lengths(src_mask, opts, prefixes)
     state = backend.start(src_ids, src_mask)
     active = np.arange(batch)                      # original sentence index of each state row
     histories = [[] for _ in range(batch)]
@@ -160,11 +177,12 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
     while active.size:
         step += 1
         bans = lambda: banned_tokens([histories[i] for i in active], opts, pieces)   # noqa: E731
+        allows = prefixes and allowed_rows([prefixes[i] for i in active], [histories[i] for i in active], pieces)
         if pick is None:
-            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans)
+            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans, allows)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
         else:
-            logp, attn = step_logprobs(backend, state, tokens, opts, bans)
+            logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows)
             chosen = pick(logp)
             chosen_logp, eos = logp[np.arange(len(active)), chosen], logp[:, EOS_ID]
         out_of_length = step >= limits[active]             # close the sentence: EOS, scored as EOS
@@ -189,7 +207,8 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
             for i in range(batch)]
 
 
-def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None) -> list[Result]:
+def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None,
+            prefixes: list[Prefix | None] | None = None) -> list[Result]:
     rng = np.random.default_rng(opts.seed)
 
     def pick(logp: np.ndarray) -> np.ndarray:
@@ -212,7 +231,7 @@ def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
         u = rng.random((probs.shape[0], 1)) * cumulative[:, -1:]
         return np.minimum((cumulative < u).sum(axis=-1), probs.shape[1] - 1)
 
-    return _greedy(backend, src_ids, src_mask, opts, pieces, pick=pick)
+    return _greedy(backend, src_ids, src_mask, opts, pieces, prefixes, pick=pick)
 
 
 def keep_best(finished: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
@@ -225,14 +244,15 @@ def keep_best(finished: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
             finished[worst] = hyp
 
 
-def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None) -> list[Result]:
+def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None,
+          prefixes: list[Prefix | None] | None = None) -> list[Result]:
     """Batched beam search. A sentence is done once it holds `beam_size` finished hypotheses and
     none of its live beams, ended now, would score better than the worst of them (Hugging Face's
     default rule: stopping at the first `beam_size` finished, as fairseq does, lets unlikely early
     endings close a sentence while its best hypothesis is still running). Its rows then leave the batch."""
     batch, k = src_ids.shape[0], opts.beam_size
     n_best = min(max(opts.num_hypotheses, 1), k)
-    limits = max_lengths(src_mask, opts)
+    limits = max_lengths(src_mask, opts, prefixes)
     state = backend.start(src_ids, src_mask)
     backend.select(state, np.repeat(np.arange(batch), k))           # k rows per sentence
     active = np.arange(batch)
@@ -244,8 +264,10 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
     step = 0
     while active.size:
         step += 1
+        allows = prefixes and allowed_rows([prefixes[s] for s in active for _ in range(k)],
+                                           [beam_tokens[s][b] for s in active for b in range(k)], pieces)
         ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts, lambda: banned_tokens(
-            [beam_tokens[s][b] for s in active for b in range(k)], opts, pieces))
+            [beam_tokens[s][b] for s in active for b in range(k)], opts, pieces), allows)
         # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
         cand_beams, cand_tokens, cand_scores = (c.tolist() for c in best_candidates(beam_scores, ids, logp, 2 * k))
 

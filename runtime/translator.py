@@ -32,6 +32,7 @@ from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_options import DecodeOptions
 from .language_id import LanguageWarning, SourceLanguage
+from .prefix import Prefix
 from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
 from .repetition import Pieces
 from .search import Hypothesis as SearchHypothesis
@@ -115,6 +116,7 @@ class _Segment:
     parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
     kept: str = ""                                     # the sentence itself, when not translated
     masked: Masked | None = None                       # what the model saw, with the spans to put back
+    prefix: str = ""                                   # what its translation must start with, as given
 
 
 def as_texts(texts: Iterable[str] | str) -> Iterable[str]:
@@ -138,6 +140,20 @@ def check_glossary(glossary) -> None:
     if not isinstance(glossary, Glossary):
         raise TypeError(f"glossary must be a Glossary (Glossary.read(path) or Glossary.from_pairs(...)), "
                         f"not {type(glossary).__name__}")
+
+
+def prefixes_for(prefix: str | list[str | None] | None, n: int) -> list[str | None]:
+    """`translate`'s `prefix`, one per text: a str for every text, a list of one each, None for none."""
+    if prefix is None or isinstance(prefix, str):
+        return [prefix] * n
+    if not isinstance(prefix, (list, tuple)):
+        raise TranslationError(f"prefix must be a str, a list of one per text, or None, not {type(prefix).__name__}")
+    if len(prefix) != n:
+        raise TranslationError(f"prefix has {len(prefix)} entries for {n} texts: give one per text (None for none)")
+    for i, p in enumerate(prefix):
+        if p is not None and not isinstance(p, str):
+            raise TranslationError(f"the prefix of text {i + 1} is a {type(p).__name__}, not a str")
+    return list(prefix)
 
 
 def check_count(name: str, value, optional: bool = False) -> None:
@@ -178,6 +194,18 @@ def restore(translation: str, masked: Masked | None) -> str:
     if masked is None:
         return translation
     return unmask(repair_numbers(masked.text, translation), masked.spans)
+
+
+def restore_after(prefix: str, written: str, translation: str, masked: Masked | None) -> str:
+    """`restore` for a translation that starts with `written`, its prefix as the model's pieces spell it
+    (whitespace and Unicode normalised): that start goes back as the user wrote it, numbers and all."""
+    restored = restore(translation, masked)
+    if restored.startswith(written):
+        return prefix.rstrip() + restored[len(written):]
+    if translation.startswith(written):     # the number repair changed the user's numbers: not there
+        rest = translation[len(written):]
+        return prefix.rstrip() + (unmask(rest, masked.spans) if masked else rest)
+    return restored
 
 
 # A sentence longer than this many tokens is translated in clauses: the model was trained on
@@ -421,7 +449,7 @@ class Translator:
 
     def translate(self, texts: list[str] | str, to: str | None = None, options: DecodeOptions | None = None, *,
                   from_lang: str = "auto", split_sentences: bool = True, glossary: Glossary | None = None,
-                  **overrides) -> list[Translation]:
+                  prefix: str | list[str | None] | None = None, **overrides) -> list[Translation]:
         """Translate each text into `to` (default "en" if the model has it, else its first language).
 
         `options` is a `DecodeOptions` (default: its defaults, beam search of width 4); `overrides` are
@@ -433,10 +461,14 @@ class Translator:
         from_lang "auto" detects the language of each sentence and leaves one already in `to` unchanged
         (`Translation.languages` says which); a language code translates every sentence from it.
         split_sentences translates a paragraph sentence by sentence. A `Glossary` (runtime/glossary.py)
-        fixes the translation of its terms in the sentences of its two languages. Returns one Translation per text,
-        in order (a str gives a list of one). Language codes are case-insensitive.
+        fixes the translation of its terms in the sentences of its two languages. `prefix` is text each
+        translation must start with (one str for every text, or a list with one per text, None for none):
+        the model continues it, completing a last word left unfinished ("The train to Mun" -> "The train to
+        Munich ..."), as interactive translation needs (runtime/prefix.py). A text with a prefix is
+        translated as one sentence, and even when it looks already in the target language. Returns one
+        Translation per text, in order (a str gives a list of one). Language codes are case-insensitive.
         """
-        return self._translate(texts, to, options, from_lang, split_sentences, overrides, glossary)
+        return self._translate(texts, to, options, from_lang, split_sentences, overrides, glossary, prefix)
 
     def translate_html(self, page: str, to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", split_sentences: bool = True, glossary: Glossary | None = None,
@@ -485,12 +517,14 @@ class Translator:
         return to, from_lang, tag
 
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
-                   split_sentences: bool, overrides: dict, glossary: Glossary | None = None) -> list[Translation]:
+                   split_sentences: bool, overrides: dict, glossary: Glossary | None = None,
+                   prefix: str | list[str | None] | None = None) -> list[Translation]:
         """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line."""
         texts = list(as_texts(texts))
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
+        text_prefixes = prefixes_for(prefix, len(texts))
         to, from_lang, tag = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)
         t0 = time.perf_counter()
@@ -502,7 +536,9 @@ class Translator:
         owners: list[tuple[int, int]] = []
         for i, text in enumerate(texts):
             segments = []
-            pieces = split(text.strip()) if split_sentences else [(text.strip(), "")]
+            prefix_text = text_prefixes[i] if text_prefixes[i] and text_prefixes[i].strip() else ""
+            whole = not split_sentences or bool(prefix_text)
+            pieces = [(text.strip(), "")] if whole else split(text.strip())
             for sentence, sep in pieces:
                 core = sentence.strip()
                 lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
@@ -516,6 +552,10 @@ class Translator:
                     warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
                 if core:
                     language = self.source_language(plain, to, from_lang)    # detected on the text as written
+                    if prefix_text:          # the user wants it translated: they began its translation
+                        segments[-1].prefix = prefix_text
+                        if not language.translated:
+                            language = replace(language, translated=True, warning=None)
                     text_languages[i].append(language)
                     if language.warning:
                         warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
@@ -532,6 +572,7 @@ class Translator:
         encoded = [self.tokenizer.encode(core) for core in cores]
         limit = self.config.max_positions - 2                  # room for the language tag and </s>
         sources: list[list[int]] = []
+        source_prefixes: list[Prefix | None] = []
         text_warnings: list[list[str]] = [[] for _ in texts]
         for (i, s), ids in zip(owners, encoded):
             parts = [ids]
@@ -543,13 +584,14 @@ class Translator:
                 text_warnings[i].append(message)
                 warnings.warn(f"text {i + 1}: {message}", LongInputWarning, stacklevel=WARNING_LEVEL)
             for part in parts:
+                source_prefixes.append(self._prefix(layouts[i][s].prefix, i, opts) if part is parts[0] else None)
                 layouts[i][s].parts.append(len(sources))
                 sources.append(source_ids(part, tag, limit + 2))
         t1 = time.perf_counter()
 
         # 2. Decoding, length-sorted, in input order.
         results = decode_all(self.backend, sources, opts, self.max_batch_tokens, self.max_batch_sentences,
-                             self.parallel_batches, self.pieces) if sources else []
+                             self.parallel_batches, self.pieces, source_prefixes) if sources else []
         t2 = time.perf_counter()
 
         # 3. Detokenized and reassembled.
@@ -563,6 +605,21 @@ class Translator:
             tr.languages = languages
             tr.warnings = [s.warning for s in languages if s.warning] + tr.warnings
         return translations
+
+    def _prefix(self, text: str, i: int, opts: DecodeOptions) -> Prefix | None:
+        """The search's prefix for text i's prefix `text` (None for none), checked against the output's room."""
+        if not text:
+            return None
+        prefix = Prefix.of(text, self.tokenizer)
+        room = opts.max_length - 2                      # positions, less BOS and the closing EOS
+        if len(prefix.tokens) + bool(prefix.spelling) > room:
+            raise TranslationError(f"the prefix of text {i + 1} is {len(prefix.tokens)} tokens; this model's "
+                                   f"translations hold at most {room}")
+        return prefix
+
+    def _written(self, prefix: str) -> str:
+        """A prefix as the model's pieces spell it (SentencePiece's whitespace and Unicode normalisation)."""
+        return self.tokenizer.decode(self.tokenizer.encode(prefix.strip()))
 
     def source_language(self, sentence: str, to: str, from_lang: str = "auto") -> SourceLanguage:
         """The language of one sentence for a translation into `to`, and whether it needs translating:
@@ -584,17 +641,20 @@ class Translator:
 
     def translate_iter(self, texts: Iterable[str], to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", batch_size: int = 32, split_sentences: bool = True,
-                       glossary: Glossary | None = None, **overrides) -> Iterator[Translation]:
+                       glossary: Glossary | None = None, prefix: str | None = None,
+                       **overrides) -> Iterator[Translation]:
         """Translate a stream, `batch_size` texts at a time, yielding results in input order as soon as
-        each batch is done; a str is one text. Options as for `translate`; they are checked when the first
-        result is asked for, before the first text is read."""
+        each batch is done; a str is one text. Options as for `translate` (`prefix`: one for every text);
+        they are checked when the first result is asked for, before the first text is read."""
         texts = as_texts(texts)
         check_count("batch_size", batch_size)
         to, from_lang, _ = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)      # fail before reading
+        if prefix is not None and not isinstance(prefix, str):
+            raise TranslationError(f"translate_iter's prefix is one str for every text, not a {type(prefix).__name__}")
         iterator = iter(texts)
         while batch := list(itertools.islice(iterator, batch_size)):
-            yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary)
+            yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary, prefix)
 
     def _assemble(self, text: str, segments: list[_Segment], sources, results, opts: DecodeOptions,
                   text_warnings: list[str]) -> Translation:
@@ -610,7 +670,11 @@ class Translator:
             out, tokens = [], []
             for seg in segments:
                 words = [self.tokenizer.decode(chosen[p].tokens).strip() for p in seg.parts]
-                body = seg.kept or restore(" ".join(w for w in words if w), seg.masked)
+                body = " ".join(w for w in words if w)
+                if seg.prefix:
+                    body = restore_after(seg.prefix, self._written(seg.prefix), body, seg.masked)
+                else:
+                    body = seg.kept or restore(body, seg.masked)
                 out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
                 tokens += [self.tokenizer.id_to_piece(t) for p in seg.parts for t in chosen[p].tokens]
             # Scores of parts combine as if decoded as one: log-probs add up; beam scores are

@@ -19,6 +19,8 @@ from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.batching import decode_all, pad_batch
 from mtkit.runtime.bundle_format import BundleConfig
 from mtkit.runtime.onnx_backend import OnnxBackend
+from mtkit.runtime.prefix import Prefix
+from mtkit.runtime.repetition import Pieces
 from mtkit.runtime.search import DecodeOptions
 from mtkit.runtime.vocab import BOS_ID, source_ids
 from mtkit.train.config import RunConfig
@@ -35,7 +37,7 @@ def setup(fixture_bundle, fixture_checkpoint):
     config = BundleConfig.load(fixture_bundle)
     sp = spm.SentencePieceProcessor(model_file=str(fixture_bundle / bf.TOKENIZER_FILE))
     sources = [source_ids(p, config.language_tags["en"], config.max_positions) for p in sp.encode(SENTENCES)]
-    return model, config, sources
+    return model, config, sources, sp
 
 
 def sessions(bundle, variant):
@@ -44,7 +46,7 @@ def sessions(bundle, variant):
 
 
 def test_padded_batch_logits_match_cached_and_full_pytorch(setup, fixture_bundle):
-    model, config, sources = setup
+    model, config, sources, _ = setup
     src_ids, src_mask = pad_batch(sources)
     assert not src_mask.all(), "the batch must contain padding"
     targets = [[BOS_ID, *range(10, 10 + n)] for n in (3, 7, 5, 9, 2, 6)]   # ragged, padded too
@@ -86,15 +88,24 @@ def test_padded_batch_logits_match_cached_and_full_pytorch(setup, fixture_bundle
     assert np.abs(onnx_logits - full).max() <= 1e-4
 
 
+# Target prefixes (runtime/prefix.py): forced words, an unfinished word, none.
+PREFIXES = ["The", "A wom", None, "I ", "He", None]
+
+
+@pytest.mark.parametrize("prefixed", [False, True])
 @pytest.mark.parametrize("beam", [1, 4])
-def test_search_outputs_identical(setup, fixture_bundle, beam):
-    model, config, sources = setup
+def test_search_outputs_identical(setup, fixture_bundle, beam, prefixed):
+    model, config, sources, sp = setup
     opts = DecodeOptions(beam_size=beam, num_hypotheses=beam, max_length=config.max_positions, no_repeat_loop=0)
+    prefixes = [p and Prefix.of(p, sp) for p in PREFIXES] if prefixed else None
     # max_sentences=4 puts sentences of different lengths into one batch.
-    torch_backend = TorchBackend(model)
-    torch_results = decode_all(torch_backend, sources, opts, max_sentences=4 * beam)
+    torch_backend, pieces = TorchBackend(model), Pieces.of_tokenizer(sp)
+    torch_results = decode_all(torch_backend, sources, opts, max_sentences=4 * beam, pieces=pieces, prefixes=prefixes)
     onnx_results = decode_all(OnnxBackend(*sessions(fixture_bundle, "fp32"), config), sources, opts,
-                              max_sentences=4 * beam)
+                              max_sentences=4 * beam, pieces=pieces, prefixes=prefixes)
+    if prefixed:
+        for result, prefix in zip(onnx_results, PREFIXES):
+            assert all(sp.decode(h.tokens).startswith(prefix or "") for h in result.hypotheses)
     torch_best, onnx_best = ([r.hypotheses[0].tokens for r in rs] for rs in (torch_results, onnx_results))
     assert parity.differences(torch_backend, sources, onnx_best, torch_best,
                               opts.length_penalty if beam > 1 else None) == []

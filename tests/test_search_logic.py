@@ -20,6 +20,7 @@ import pytest
 
 from mtkit.runtime import repetition, search
 from mtkit.runtime.batching import decode_all, length_batches, pad_batch
+from mtkit.runtime.prefix import Prefix, spelling_out
 from mtkit.runtime.search import DecodeOptions, decode
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -715,3 +716,154 @@ def test_attention_rows_follow_each_hypothesis(options):
             assert h.attention == [attention_row(tuple(src), tuple(h.tokens[:i]), 3).tolist()
                                    for i in range(len(h.tokens) + 1)]
         assert all(h.attention is None for h in without.hypotheses)
+
+
+# ---------------------------------------------------------------------------------------------
+# Prefixes: what an output must start with (runtime/prefix.py)
+
+# Pieces for the table's ids: "▁ab" is spelled "▁ab", "▁a"+"b", "▁a"+"bc", "▁"+"a"+"b", "▁"+"a"+"bc",
+# "▁abz"... ("▁x" and "c" spell no part of it).
+PIECES = repetition.Pieces.of(["<pad>", "<unk>", "<s>", "</s>", "▁a", "b", "▁ab", "c", "▁", "▁x", "a", "bc"])
+
+
+def spelled(tokens) -> str:
+    return "".join(PIECES.by_id[t] for t in tokens)
+
+
+def free_model(tokens, seed: int):
+    """Pseudo-random logits over `tokens` and EOS only: few enough hypotheses to enumerate."""
+    base = random_model(seed, dense=True)
+
+    def model(src, prefix):
+        logits = np.full(V, -np.inf)
+        logits[[*tokens, EOS]] = base(src, prefix)[[*tokens, EOS]]
+        return logits
+    return model
+
+
+def hypotheses_within(model, src, stop: int) -> list[tuple[list[int], float]]:
+    """Every hypothesis of at most stop - 1 tokens with its log-probability (EOS included), no bans."""
+    found = []
+
+    def walk(prefix, score):
+        logp = log_softmax(model(tuple(src), prefix))
+        found.append((list(prefix), score + logp[EOS]))
+        if len(prefix) + 1 < stop:
+            for t in map(int, np.flatnonzero(np.isfinite(logp))):
+                if t != EOS:
+                    walk(prefix + (t,), score + logp[t])
+
+    walk((), 0.0)
+    return [(t, s) for t, s in found if np.isfinite(s)]
+
+
+def run_with(model, sources, prefixes, backend_cls=TableBackend, **options):
+    backend = backend_cls(model)
+    return decode(backend, *pad_batch(sources), greedy_unless(**options), PIECES, prefixes), backend
+
+
+@BACKENDS
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_forces_the_prefix_then_takes_the_argmax(seed, backend_cls):
+    """Forced tokens are fed and scored, then the walk goes on as greedy would from there; a sentence
+    without a prefix in the same batch is decoded as it would be alone."""
+    model = random_model(seed, dense=True)
+    sources, prefixes = [[A, B], [C], [D, E, F]], [Prefix((E, E, E)), None, Prefix((F,))]
+    opts = greedy_unless(max_length_ratio=1.0, max_length_extra=2, no_repeat_loop=0)
+    results, _ = run_with(model, sources, prefixes, backend_cls, **vars(opts))
+    for src, prefix, result in zip(sources, prefixes, results):
+        forced = prefix.tokens if prefix else ()
+        stop = max(limit(len(src), opts), len(forced) + 1 + opts.max_length_extra)
+        tokens = list(forced)
+        while len(tokens) + 1 < stop:
+            logp = log_softmax(model(tuple(src), tuple(tokens)))
+            if (best := int(np.argmax(logp))) == EOS:
+                break
+            tokens.append(best)
+        assert_hyps(result, [(tokens, log_prob(model, src, tokens))])
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_wide_beam_with_a_prefix_returns_every_hypothesis_that_starts_with_it(seed, length_penalty):
+    model = free_model([A, B, C], seed)
+    src, prefix = [A], Prefix((B,))
+    opts = greedy_unless(beam_size=16, num_hypotheses=13, max_length_ratio=1.0, max_length_extra=2,
+                         length_penalty=length_penalty, no_repeat_loop=0)
+    [result], _ = run_with(model, [src], [prefix], **vars(opts))
+    every = [h for h in hypotheses_within(model, src, stop=4) if h[0][:1] == [B]]     # 1 + 3 + 9
+    assert len(every) == 13
+    assert_hyps(result, best_first(every, length_penalty))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_unfinished_word_is_spelled_out_in_every_way_the_pieces_allow(seed):
+    """Every hypothesis whose text starts with "▁ab", however its pieces spell it, and no other."""
+    model = free_model([A, B, C, E, G, F], seed)            # "▁a" "b" "▁ab" "▁" "a" "▁x"
+    prefix = Prefix((), "▁ab")
+    opts = greedy_unless(beam_size=60, num_hypotheses=51, max_length_ratio=1.0, max_length_extra=0,
+                         length_penalty=1.0, no_repeat_loop=0)
+    [result], _ = run_with(model, [[A]], [prefix], **vars(opts))       # stop: "▁ab" takes up to 3 steps, + 1
+    every = [h for h in hypotheses_within(model, [A], stop=4) if spelled(h[0]).startswith("▁ab")]
+    assert len(every) == 51           # "▁ab" + up to 2 of 6 (43), "▁a" "b" + up to 1 of 6 (7), "▁" "a" "b"
+    assert_hyps(result, best_first(every, 1.0))
+
+
+def test_spelling_out_skips_pieces_that_lead_nowhere_and_control_pieces():
+    assert sorted(spelling_out("▁ab", PIECES)) == sorted([C, A, E])      # "▁ab", "▁a" (+ "b"), "▁" (+ "a" "b")
+    assert spelling_out("b", PIECES) == [B, H]                            # "b", "bc": both complete it
+    assert sorted(spelling_out("▁abz", PIECES)) == []                     # nothing can spell "z"
+    assert Prefix((), "▁abz").allowed([], PIECES) is None                 # so the model is free
+    assert spelling_out("<", repetition.Pieces.of(["<pad>", "<s>", "<"])) == [2]
+
+
+def test_prefix_allowed_follows_a_hypothesis_through_its_prefix():
+    prefix = Prefix((D, F), "▁ab")
+    assert prefix.allowed([], PIECES) == [D] and prefix.allowed([D], PIECES) == [F]
+    assert sorted(prefix.allowed([D, F], PIECES)) == sorted([C, A, E])
+    assert prefix.allowed([D, F, A], PIECES) == [B, H]
+    assert prefix.allowed([D, F, A, H], PIECES) is None and prefix.allowed([D, F, C], PIECES) is None
+    assert Prefix((D,)).allowed([D], None) is None
+    with pytest.raises(ValueError, match="pieces"):
+        prefix.allowed([D, F], None)
+
+
+@pytest.mark.parametrize("options", [dict(), dict(beam_size=3, num_hypotheses=3),
+                                     dict(sampling=True, seed=5, num_hypotheses=3)])
+def test_every_hypothesis_starts_with_its_prefix_in_any_search(options):
+    model = random_model(2, dense=True)
+    sources, prefixes = [[A], [B, C], [D]], [Prefix((G, G), "b"), Prefix((), "▁ab"), None]
+    results, _ = run_with(model, sources, prefixes, max_length_ratio=1.0, max_length_extra=3, **options)
+    for result in results[:2]:
+        assert result.hypotheses
+    assert all(h.tokens[:2] == [G, G] and spelled(h.tokens[2:]).startswith("b") for h in results[0].hypotheses)
+    assert all(spelled(h.tokens).startswith("▁ab") for h in results[1].hypotheses)
+    if not options.get("sampling"):      # a sample's draws depend on the batch
+        without, _ = run_with(model, [[D]], None, max_length_ratio=1.0, max_length_extra=3, **options)
+        assert_hyps(results[2], hyps(without[0]))
+
+
+def test_a_forced_token_is_never_banned():
+    """The user's "a a a a" stays, though the loop ban would stop the model writing it."""
+    [result], _ = run_with(random_model(1, dense=True), [[A]], [Prefix((A, A, A, A))], max_length_extra=2)
+    assert result.hypotheses[0].tokens[:4] == [A, A, A, A] and np.isfinite(result.hypotheses[0].score)
+
+
+def test_prefix_steps_use_the_whole_distribution_and_the_head_after():
+    model = random_model(4, dense=True)
+    sources, prefixes = [[A], [B, C, D]], [Prefix((E, F)), Prefix((), "▁ab")]
+    options = dict(beam_size=2, num_hypotheses=2, max_length_ratio=1.0, max_length_extra=3)
+    plain, _ = run_with(model, sources, prefixes, **options)
+    in_head, backend = run_with(model, sources, prefixes, HeadBackend, **options)
+    assert_same(in_head, plain)
+    assert backend.steps >= 2 and backend.head_steps > 0
+
+
+def test_decode_all_keeps_sources_with_different_prefixes_apart():
+    model = random_model(3, dense=True)
+    sources, prefixes = [[A, B], [A, B], [A, B], [C]], [Prefix((E,)), None, Prefix((E,)), Prefix((F,))]
+    opts = greedy_unless(beam_size=2, max_length_ratio=1.0, max_length_extra=2)
+    results = decode_all(TableBackend(model), sources, opts, pieces=PIECES, prefixes=prefixes)
+    assert results[0] is results[2] and results[1] is not results[0]
+    assert results[0].hypotheses[0].tokens[0] == E and results[3].hypotheses[0].tokens[0] == F
+    assert_hyps(results[1], hyps(decode_all(TableBackend(model), [[A, B]], opts)[0]))

@@ -108,6 +108,7 @@ class Call:
     to: str | None
     options: DecodeOptions  # the options the app asked for (with any keyword overrides applied)
     from_lang: str = "auto"
+    prefix: object = None   # translate's prefix: None, or one per text
 
 
 class StandIn:
@@ -141,11 +142,12 @@ class StandIn:
         self.fail_with: Exception | None = None
         self.calls: list[Call] = []
 
-    def translate(self, texts, to=None, options=None, *, from_lang="auto", **overrides) -> list[Translation]:
+    def translate(self, texts, to=None, options=None, *, from_lang="auto", prefix=None, **overrides) -> list[Translation]:
         # Whatever the app passes must be something the real Translator.translate accepts.
-        inspect.signature(Translator.translate).bind(self, texts, to, options, from_lang=from_lang, **overrides)
+        inspect.signature(Translator.translate).bind(self, texts, to, options, from_lang=from_lang, prefix=prefix,
+                                                     **overrides)
         options = replace(options or DecodeOptions(), **overrides)      # checked as the runtime checks them
-        self.calls.append(Call(list(texts), to, options, from_lang))
+        self.calls.append(Call(list(texts), to, options, from_lang, prefix))
         time.sleep(self.delay)
         if self.gate is not None and not self.gate.wait(timeout=60):
             raise TimeoutError("the test never released the stand-in translator")
@@ -153,11 +155,15 @@ class StandIn:
             raise self.fail_with
         if to not in self.languages:
             raise TranslationError(f"this model cannot translate into {to!r}")
-        return [self._translation(text, to, options.num_hypotheses, options.return_alignment) for text in texts]
+        prefixes = prefix if isinstance(prefix, list) else [prefix] * len(texts)
+        return [self._translation(text, to, options.num_hypotheses, options.return_alignment, start)
+                for text, start in zip(texts, prefixes)]
 
     @staticmethod
-    def _translation(text: str, to: str, n: int, alignment: bool) -> Translation:
+    def _translation(text: str, to: str, n: int, alignment: bool, prefix: str | None = None) -> Translation:
         best = fake(text, to)
+        if prefix:               # the user's start, then the stand-in's translation from as far on
+            best = prefix.rstrip() + best[len(prefix.rstrip()):]
         hyps = [Hypothesis(best if k == 0 else f"{best} (alternative {k + 1})",
                            ["▁" + w for w in best.split()], -0.25 * (k + 1)) for k in range(n)]
         source = [f"<2{to}>", *("▁" + w for w in text.split()), "</s>"]
@@ -588,6 +594,48 @@ async def test_swap_and_copy_act_on_the_translation_of_the_text_as_it_is(stand_i
 
 
 @run_async
+async def test_writing_in_the_translation_completes_that_line_from_the_cursor(stand_in):
+    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("de", None))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        translator = app.translator
+        source = "Guten Morgen\n\nWie geht es dir"
+        await paste(pilot, source)
+        await settle(pilot)
+        first, third = fake("Guten Morgen", "en"), fake("Wie geht es dir", "en")
+        assert app.target_text == f"{first}\n\n{third}"
+        target = app.query_one("#target", TextArea)
+        target.focus()
+        target.move_cursor((2, 6))
+        target.insert("XY")                     # as typed: the cursor ends at (2, 8)
+        await settle(pilot)
+        start = third[:6] + "XY"
+        assert translator.calls[-1].texts == ["Wie geht es dir"] and translator.calls[-1].prefix == [start]
+        lines = app.target_text.split("\n")
+        assert lines == [first, "", start + third[8:]] and app.outcome.results[2].text == lines[2]
+        assert target.cursor_location == (2, 8) and app.source_text == source
+        assert app.history.entries[0].text == app.target_text          # the steered version is kept
+        # Two lines written in before the pause: the other line keeps all that was written in it.
+        target.move_cursor((0, 3))
+        target.insert("!")
+        target.move_cursor((2, 0))
+        target.insert("So ")
+        await settle(pilot)
+        assert translator.calls[-1].texts == ["Guten Morgen", "Wie geht es dir"]
+        assert translator.calls[-1].prefix == [first[:3] + "!" + first[3:], "So "]
+        # A line break in the translation loses the line-for-line match: said, nothing completed.
+        calls = len(translator.calls)
+        target.insert("\n")
+        await settle(pilot)
+        assert len(translator.calls) == calls and "one translation line per source line" in shown(app, "#error")
+        # Editing the source translates it afresh.
+        await paste(pilot, " heute")
+        await settle(pilot)
+        assert translator.calls[-1].prefix is None and app.target_text.count("\n") == 2
+        assert "one translation line" not in shown(app, "#error")
+
+
+@run_async
 async def test_settings_errors_follow_the_inputs_on_show(stand_in):
     app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
     async with app.run_test(size=SIZE) as pilot:
@@ -756,6 +804,23 @@ async def test_fixture_model_typing_and_swap(fixture_bundle):
         await settle(pilot)
         assert app.direction == ("en", "de")
         assert app.source_text == english and app.target_text == german
+
+
+@run_async
+async def test_fixture_model_completes_what_the_user_wrote(fixture_bundle):
+    """The real runtime's prefix: the line starts with what was written, the model writes the rest."""
+    app = MTApp(model_path=fixture_bundle, provider="cpu", debounce=0.05, variant="fp32", direction=("de", "en"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await paste(pilot, GERMAN[2])
+        await settle(pilot)
+        target = app.query_one("#target", TextArea)
+        target.focus()
+        target.replace("The wom", (0, 0), (0, len(app.target_text)))
+        target.move_cursor((0, 7))
+        await settle(pilot)
+        assert app.target_text.startswith("The wom") and app.outcome.results[0].text == app.target_text
+        assert all(h.text.startswith("The wom") for h in app.outcome.results[0].hypotheses)
 
 
 @run_async

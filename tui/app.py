@@ -4,7 +4,8 @@ The app holds the state (the model, its directions, the direction in use, the re
 as reactive attributes; the widgets bound to them redraw themselves. Typing re-translates after a
 pause; the request pipeline (debounce, thread workers, stale results) is in `controller.py`, the
 command line in `cli.py`. Each source line is translated on its own; the panels below the editors
-show the line under the cursor.
+show the line under the cursor. Writing in the translation steers it: after the same pause, the
+line is translated again from what the user wrote before the cursor (the runtime's target prefix).
 """
 
 from __future__ import annotations
@@ -139,8 +140,11 @@ class MTApp(App):
         self.show_line_details()
 
     def show_line_details(self) -> None:
-        row, column = self.editors.source.cursor_location
-        self.panels.show_line(self.outcome, row, column)
+        """The panels follow the cursor of the editor in use (a column only means something in the source)."""
+        if self.editors.target.has_focus:
+            self.panels.show_line(self.outcome, self.editors.target.cursor_location[0], 0)
+        else:
+            self.panels.show_line(self.outcome, *self.editors.source.cursor_location)
 
     # ----- loading a model ----------------------------------------------------------------------
     def load(self, path: str | None, provider: str) -> None:
@@ -209,6 +213,28 @@ class MTApp(App):
             self.status.update("Translating…")
             self.requests.start(self.translator, text, self.direction, self.settings)
 
+    def complete_lines(self) -> None:
+        """The pause after writing in the translation is over: translate each line written in (each that
+        differs from the translation on record) again, starting with what the user wrote (on the
+        cursor's line, up to the cursor), and let the model write the rest. A line emptied is
+        translated afresh."""
+        outcome, target = self.outcome, self.editors.target
+        if outcome is None or self.translator is None:
+            return
+        lines, shown = target.text.split("\n"), outcome.text.split("\n")
+        if len(lines) != len(shown):
+            self.errors.report("translation", "Keep one translation line per source line to have them completed "
+                                              "(ctrl+z undoes the line break).")
+            return
+        row, column = target.cursor_location
+        starts = {r: (line[:column] if r == row else line) for r, line in enumerate(lines)
+                  if line != shown[r] and outcome.segments[r].strip()}
+        if not starts:
+            return
+        self.status.update("Completing…")
+        self.requests.complete(self.translator, outcome, {r: s if s.strip() else None for r, s in starts.items()},
+                               self.settings)
+
     def show_result(self, outcome: Outcome) -> None:
         self.outcome = outcome
         notes = [w for r in outcome.results if r is not None for w in getattr(r, "warnings", [])]
@@ -236,7 +262,13 @@ class MTApp(App):
     def source_changed(self) -> None:
         self.requests.invalidate()
 
-    @on(TextArea.SelectionChanged, "#source")
+    @on(TextArea.Changed, "#target")
+    def target_edited(self) -> None:
+        """The user wrote in the translation (the app's own updates send no Changed)."""
+        if self.outcome is not None:
+            self.requests.invalidate(due=self.complete_lines)
+
+    @on(TextArea.SelectionChanged)
     def cursor_moved(self) -> None:
         self.show_line_details()
 

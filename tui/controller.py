@@ -31,6 +31,8 @@ class Request:
     text: str
     direction: tuple[str, str]
     settings: DecodeSettings
+    base: Outcome | None = None                 # a completion: the outcome whose lines it redoes,
+    rows: dict[int, str | None] | None = None   # each with the start the user wrote (None: none)
 
 
 class Requests:
@@ -57,14 +59,16 @@ class Requests:
         return self.waiting or (self._worker is not None
                                 and self._worker.state in (WorkerState.PENDING, WorkerState.RUNNING))
 
-    def invalidate(self, delay: float | None = None) -> None:
-        """The shown result is stale: translate after `delay` seconds (default: the debounce; 0: now)."""
+    def invalidate(self, delay: float | None = None, due: Callable[[], None] | None = None) -> None:
+        """The shown result is stale: call `due` (default: the source's translation) after `delay`
+        seconds (default: the debounce; 0: now)."""
         self.cancel()
         delay = self.debounce if delay is None else delay
+        due = due or self.due
         if delay > 0:
-            self._timer = self.app.set_timer(delay, self._fire)
+            self._timer = self.app.set_timer(delay, partial(self._fire, due))
         else:
-            self.due()
+            due()
 
     def cancel(self) -> None:
         """Whatever is waiting or decoding is now stale."""
@@ -73,24 +77,36 @@ class Requests:
             self._timer.stop()
             self._timer = None
 
-    def _fire(self) -> None:
+    def _fire(self, due: Callable[[], None]) -> None:
         self._timer = None
-        self.due()
+        due()
 
     def start(self, translator, text: str, direction: tuple[str, str], settings: DecodeSettings) -> None:
-        request = Request(self.generation, translator, text, direction, settings)
+        self._run(Request(self.generation, translator, text, direction, settings))
+
+    def complete(self, translator, base: Outcome, rows: dict[int, str | None], settings: DecodeSettings) -> None:
+        """Translate lines `rows` of `base` again, each starting with what the user wrote in it (its
+        prefix); `done` gets `base` with those lines replaced."""
+        self._run(Request(self.generation, translator, base.source, base.direction, settings, base, rows))
+
+    def _run(self, request: Request) -> None:
         self._worker = self.app.run_worker(partial(self._decode, request), thread=True, exclusive=True,
                                            group="translate", exit_on_error=False)
 
     def _decode(self, request: Request) -> None:
-        """In a worker thread: translate each line of the request on its own."""
+        """In a worker thread: translate each line of the request on its own (or, for a completion,
+        the lines it names)."""
         worker = get_current_worker()
         with self._decode_lock:
             # Exclusive workers cancel their predecessors, but a running decode cannot be
             # interrupted: skip the work entirely if it went stale while waiting for the lock.
             if worker.is_cancelled or request.generation != self.generation:
                 return
-            segments = split_segments(request.text)
+            segments = request.base.segments if request.base else split_segments(request.text)
+            if request.rows:
+                rows, prefix = list(request.rows), list(request.rows.values())
+            else:
+                rows, prefix = [i for i, s in enumerate(segments) if s.strip()], None
             start = time.perf_counter()
             try:
                 with warnings.catch_warnings():
@@ -98,16 +114,17 @@ class Requests:
                     # the same message comes back in Translation.warnings and is shown in the UI.
                     warnings.simplefilter("ignore")
                     # The direction's source: a language the user picked, or "auto" (detected).
-                    translations = request.translator.translate([s for s in segments if s.strip()],
+                    translations = request.translator.translate([segments[i] for i in rows],
                                                                 to=request.direction[1],
                                                                 options=request.settings.options(),
-                                                                from_lang=request.direction[0])
+                                                                from_lang=request.direction[0], prefix=prefix)
             except Exception as e:   # TranslationError, a CUDA failure, ...: shown, never a crash
                 self.app.call_from_thread(self._deliver, request.generation, self.failed, e)
                 return
             seconds = time.perf_counter() - start
-        found = iter(translations)
-        results = [next(found) if s.strip() else None for s in segments]
+        results = list(request.base.results) if request.base else [None] * len(segments)
+        for i, translation in zip(rows, translations):
+            results[i] = translation
         outcome = Outcome(request.generation, request.text, request.direction, request.settings.describe(),
                           segments, results, seconds)
         self.app.call_from_thread(self._deliver, request.generation, self.done, outcome)

@@ -1,5 +1,5 @@
-"""The two editors side by side: the source (editable) and its translation (read only), titled
-with the languages of the current direction."""
+"""The two editors side by side, titled with the languages of the current direction: the source,
+and its translation, which the user may write in to steer it (the app completes the line)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ class Editors(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield TextArea(id="source", placeholder="Type or paste text to translate…")
-        yield TextArea(id="target", read_only=True, placeholder="The translation appears here.")
+        yield TextArea(id="target", placeholder="The translation appears here. Write in it to steer it: "
+                                                "the line is completed from the cursor.")
 
     @property
     def source(self) -> TextArea:
@@ -47,4 +48,12 @@ class Editors(Horizontal):
         source.move_cursor((0, 0))
 
     def show_translation(self, text: str) -> None:
-        self.target.load_text(text)
+        """Show `text` as the translation (no Changed event: that is for the user's edits). A cursor in
+        the translation stays where it was, on the same line."""
+        target = self.target
+        row, column = target.cursor_location
+        with target.prevent(TextArea.Changed):
+            target.load_text(text)
+        lines = text.split("\n")
+        if target.has_focus and row < len(lines):
+            target.move_cursor((row, min(column, len(lines[row]))))

@@ -36,6 +36,9 @@ ABOUT = [
     ("Direction", "auto → X detects the language of each sentence and leaves one already in X as it is "
                   "(the status line says so); a direction with a source language translates every sentence "
                   "from that language."),
+    ("Steering", "write in the translation to change it: after the same pause, the line is translated again "
+                 "from what you wrote before the cursor, and the model completes it to fit (the Alternatives "
+                 "panel lists other completions). Editing the source translates it afresh."),
     ("Decoding", "greedy takes the likeliest token at each step; beam search keeps the best few "
                  "partial translations (the Alternatives panel lists them with their scores); sampling "
                  "draws tokens at random from the top-p share of the probability, wilder as the "
