@@ -6,7 +6,8 @@ markdown-it-py (CommonMark, as rich uses it) finds the inline text of each block
 lines it came from. That text goes through the HTML path (runtime/markup.py) with its emphasis and
 links as inline elements, so they land around the words they covered, and its code spans and images
 as spans the model never sees; then it is written back as Markdown in place of the block's text.
-A paragraph over several lines comes back on its first line (Markdown joins them anyway).
+A paragraph written over several lines is wrapped again at the width of its widest line, each new
+line with the prefix its second line had ("> " in a quote, the indent of a list item).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from .markup import VOID, translate_fragments
 PAIRS = {"strong": "b", "em": "i", "s": "s"}         # Markdown emphasis -> the inline element it travels as
 ESCAPE = re.compile(r"([\\`*_\[\]<>])")
 ESCAPE_IN_TABLE = re.compile(r"([\\`*_\[\]<>|])")
+# A word that would start a block (or end a paragraph) if a line began with it: a heading, a list item,
+# a quote, a setext underline, a thematic break, a fence, an HTML block, a table row. Wrapping never
+# puts one first on a line.
+BLOCK_START = re.compile(r"#{1,6}|[-+*]|\d{1,9}[.)]|[=_*-]+|[>`~<|].*")
 
 
 def translate_markdown(translator, document: str, to=None, options=None, *, from_lang: str = "auto",
@@ -85,15 +90,14 @@ class _Unit:
             elif kind == "code_inline":
                 pad = " " if c.content.startswith("`") or c.content.endswith("`") else ""
                 out.append(f'<code data-m="{self._marker(c.markup + pad + c.content + pad + c.markup)}"></code>')
-            elif kind == "image":
-                written = f"![{c.content}]({c.attrs['src']}{_title(c)})"
-                out.append(f'<img data-m="{self._marker(written)}">')
+            elif kind == "image":                   # its alt text and title are translated as an <img>'s are
+                out.append(f'<img alt="{html.escape(_plain(c.children or []))}"{_title_attribute(c)} '
+                           f'data-m="{self._marker("![", c.attrs["src"])}">')
             elif kind == "link_open" and c.markup in ("autolink", "linkify"):
                 out.append(f'<code data-m="{self._marker(self._raw_link(children, c))}"></code>')
                 skipping = True
-            elif kind == "link_open":
-                target = f"]({c.attrs['href']}{_title(c)})"
-                out.append(f'<a data-m="{self._marker("[", target)}">')
+            elif kind == "link_open":               # its title is translated as an <a title> is
+                out.append(f'<a{_title_attribute(c)} data-m="{self._marker("[", c.attrs["href"])}">')
             elif kind == "link_close":
                 out.append("</a>")
             elif kind.endswith("_open") and kind[:-5] in PAIRS:
@@ -134,16 +138,48 @@ class _Unit:
         if start < 0 or self.first + self.count > len(lines):
             return
         end = start + len(parts[0])
-        rest = line[end:] if self.count == 1 else line[len(line.rstrip("\r\n")):]
-        lines[self.first] = line[:start] + self.translation + rest
-        cells[self.first] = start + len(self.translation)
+        if self.count == 1:
+            lines[self.first] = line[:start] + self.translation + line[end:]
+            cells[self.first] = start + len(self.translation)
+            return
+        following = lines[self.first + 1]
+        prefix = following[:max(following.find(parts[1]), 0)]      # "> ", an item's indent, or none
+        width = max(len(lines[i].rstrip("\r\n")) for i in range(self.first, self.first + self.count))
+        wrapped = wrap(self.translation, width - start, width - len(prefix))
+        eol = line[len(line.rstrip("\r\n")):]
+        lines[self.first] = line[:start] + wrapped[0] + eol + "".join(prefix + w + eol for w in wrapped[1:])
         for i in range(self.first + 1, self.first + self.count):
-            lines[i] = ""                           # the paragraph's other lines: now on its first
+            lines[i] = ""                           # the paragraph's other lines: now in the first's place
 
 
-def _title(token) -> str:
-    """A link's or image's title as Markdown writes it after the target: ' "Title"', or nothing."""
-    return f' "{token.attrs["title"]}"' if token.attrs.get("title") else ""
+def wrap(text: str, first: int, width: int) -> list[str]:
+    """`text` in lines of at most `first` characters, then `width` (a longer word has a line of its own),
+    broken at spaces but never before a word that would start a Markdown block there."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        limit = width if lines else first
+        if line and len(line) + 1 + len(word) > limit and not BLOCK_START.fullmatch(word):
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+def _plain(children) -> str:
+    """Inline tokens as the plain text an HTML renderer gives an image's alt ("Bild *1*" -> "Bild 1")."""
+    return "".join(" " if c.type in ("softbreak", "hardbreak") else c.content for c in children
+                   if c.type in ("text", "code_inline", "softbreak", "hardbreak"))
+
+
+def _title_attribute(token) -> str:
+    """A link's or image's title as an HTML attribute, for translation: ' title="..."', or nothing."""
+    return f' title="{html.escape(token.attrs["title"])}"' if token.attrs.get("title") else ""
+
+
+def _target(url: str, title: str | None) -> str:
+    """What closes a link or an image: '](url "Title")'."""
+    return f"]({url}" + (' "{}"'.format(title.replace('"', '\\"')) if title else "") + ")"
 
 
 class _MarkdownWriter(HTMLParser):
@@ -160,12 +196,19 @@ class _MarkdownWriter(HTMLParser):
         if self.skip:
             self.skip += tag == "code" and not empty
             return
-        marker = dict(attrs).get("data-m")
+        attrs = dict(attrs)
+        marker = attrs.get("data-m")
+        if marker is not None and tag == "img":         # ![translated alt](src "translated title")
+            opening, src = self.markers[int(marker)]
+            self.out.append(opening + self.escape.sub(r"\\\1", attrs.get("alt") or "") + _target(src, attrs.get("title")))
+            return
         self.out.append(self.get_starttag_text() if marker is None else self.markers[int(marker)][0])
-        if empty or tag in VOID:                        # <br/>, an image: nothing to close
+        if empty or tag in VOID:                        # <br/>: nothing to close
             return
         if marker is not None and tag == "code":        # the span itself is in its marker
             self.skip = 1
+        elif marker is not None and tag == "a":         # [text](href "translated title")
+            self.open.append((tag, _target(self.markers[int(marker)][1], attrs.get("title"))))
         else:
             self.open.append((tag, f"</{tag}>" if marker is None else self.markers[int(marker)][1]))
 

@@ -5,8 +5,13 @@ targets must come back as written."""
 
 from __future__ import annotations
 
+import textwrap
+
+from markdown_it import MarkdownIt
+
 from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
 from mtkit.runtime.cli import main
+from mtkit.runtime.markdown import wrap
 
 GREEDY = {"from_lang": "de", "beam_size": 1}
 
@@ -18,7 +23,10 @@ def test_text_is_translated_and_the_syntax_kept(fixture_translator):
                 f"> **{GERMAN[4]}**\n\n| {GERMAN[5]} | 42 |\n|---|--:|\n| 7 | {GERMAN[6]} |\n\n"
                 f"```python\nprint('{GERMAN[7]}')\n```\n\n    {GERMAN[8]}\n\n<div>\n{GERMAN[10]}\n</div>\n")
     out = fixture_translator.translate_markdown(document, **GREEDY)
-    assert out == (f"---\ntitle: {GERMAN[9]}\n---\n\n# {ENGLISH[0]}\n\n{ENGLISH[1]}\n\n- {ENGLISH[2]}\n"
+    # The paragraph written over two lines is wrapped at the width of its wider line.
+    paragraph = "\n".join(textwrap.wrap(ENGLISH[1], max(len(first), len(second)), break_long_words=False,
+                                       break_on_hyphens=False))
+    assert out == (f"---\ntitle: {GERMAN[9]}\n---\n\n# {ENGLISH[0]}\n\n{paragraph}\n\n- {ENGLISH[2]}\n"
                    f"  1. {ENGLISH[3]}\n\n> **{ENGLISH[4]}**\n\n| {ENGLISH[5]} | 42 |\n|---|--:|\n| 7 | {ENGLISH[6]} |\n\n"
                    f"```python\nprint('{GERMAN[7]}')\n```\n\n    {GERMAN[8]}\n\n<div>\n{GERMAN[10]}\n</div>\n")
 
@@ -27,10 +35,50 @@ def test_links_images_and_code_spans_come_back_as_written(fixture_translator):
     document = (f"{GERMAN[11]} [{GERMAN[12]}](../docs/a_b.md \"Titel\") `x * y` ![Bild *1*](img/a.png) "
                 f"<https://example.com/x_y> <b>{GERMAN[13]}</b>\n")
     out = fixture_translator.translate_markdown(document, **GREEDY)
-    for kept in ('](../docs/a_b.md "Titel")', "`x * y`", "![Bild *1*](img/a.png)", "<https://example.com/x_y>",
-                 "<b>", "</b>"):
+    for kept in ('](../docs/a_b.md "', "`x * y`", "](img/a.png)", "<https://example.com/x_y>", "<b>", "</b>"):
         assert out.count(kept) == 1, (kept, out)
     assert out.count("[") == out.count("]") == 2 and out.endswith("\n") and "\n" not in out[:-1]
+    # The link's title and the image's alt text are what readers see: translated, as --html does.
+    alt = fixture_translator.translate("Bild 1", **GREEDY)[0].text
+    title = fixture_translator.translate("Titel", **GREEDY)[0].text
+    assert f"![{alt}](img/a.png)" in out and f'](../docs/a_b.md "{title}")' in out
+
+
+def blocks(document: str) -> list[tuple[str, int]]:
+    """The block structure CommonMark reads: each block token's type and nesting level."""
+    return [(t.type, t.level) for t in MarkdownIt("commonmark").parse(document) if t.type != "inline"]
+
+
+def test_paragraphs_over_several_lines_are_wrapped_with_their_prefixes(fixture_translator):
+    """In a quote and in a list item, each new line gets the prefix the paragraph's second line had,
+    and the document reads as the same blocks."""
+    words = " ".join(GERMAN[:6]).split()
+    lines = [" ".join(words[i:i + 4]) for i in range(0, len(words), 4)]
+    document = ("> " + "\n> ".join(lines) + "\n\n- " + "\n  ".join(lines) + "\n\n1. " + "\n   ".join(lines) + "\n")
+    out = fixture_translator.translate_markdown(document, **GREEDY)
+    assert blocks(out) == blocks(document)
+    width = max(len(line) for line in document.splitlines())
+    quote, item, numbered = out.split("\n\n")
+    assert all(line.startswith("> ") for line in quote.splitlines())
+    assert all(line.startswith("  ") for line in item.splitlines()[1:])
+    assert all(line.startswith("   ") for line in numbered.splitlines()[1:])
+    assert all(len(line) <= width or " " not in line.strip("> ").strip() for line in out.splitlines())
+
+
+def test_wrap_never_starts_a_line_with_what_would_start_a_block():
+    assert wrap("one two three four", 9, 9) == ["one two", "three", "four"]
+    assert wrap("one two three four", 3, 14) == ["one", "two three four"]
+    assert wrap("a verylongword b", 3, 3) == ["a", "verylongword", "b"]
+    for word in ["#", "-", "+", "*", "1.", "3)", "===", "---", "___", "> x", "```py", "~~~", "<div>", "|"]:
+        text = f"aaaa {word} bbbb"
+        assert all(not line.startswith(word.split()[0]) for line in wrap(text, 4, 4)[1:]), (word, wrap(text, 4, 4))
+
+
+def test_alt_texts_and_titles_are_written_back_as_markdown():
+    from mtkit.runtime.markdown import ESCAPE, _MarkdownWriter
+    writer = _MarkdownWriter([("![", "a b.png"), ("[", "https://x.org")], ESCAPE)
+    writer.feed('<img alt="A [big] *dog*" title=\'The "best"\' data-m="0"> <a title="Help" data-m="1">here</a>')
+    assert "".join(writer.out) == r'![A \[big\] \*dog\*](a b.png "The \"best\"") [here](https://x.org "Help")'
 
 
 def test_text_that_would_read_as_markdown_is_escaped(fixture_translator):
