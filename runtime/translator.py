@@ -536,7 +536,8 @@ class Translator:
         owners: list[tuple[int, int]] = []
         for i, text in enumerate(texts):
             segments = []
-            prefix_text = text_prefixes[i] if text_prefixes[i] and text_prefixes[i].strip() else ""
+            prefix_text = clean(text_prefixes[i] or "")         # one line, as the text's translation is
+            prefix_text = prefix_text if prefix_text.strip() else ""
             whole = not split_sentences or bool(prefix_text)
             pieces = [(text.strip(), "")] if whole else split(text.strip())
             for sentence, sep in pieces:

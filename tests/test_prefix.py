@@ -71,6 +71,11 @@ def test_a_text_with_a_prefix_is_one_sentence_and_always_translated(t):
     assert tr.translated and tr.text.startswith("A")
 
 
+def test_control_characters_in_a_prefix_become_spaces(t):
+    [tr] = t.translate(GERMAN[2], from_lang="de", prefix="The\nwoman\x00 is", beam_size=1)
+    assert tr.text.startswith("The woman  is") and "\n" not in tr.text and "\x00" not in tr.text
+
+
 def test_translate_iter_takes_one_prefix_for_every_text(t):
     out = list(t.translate_iter([GERMAN[0], GERMAN[1]], from_lang="de", prefix="It", batch_size=1))
     assert all(tr.text.startswith("It") for tr in out)
