@@ -17,6 +17,7 @@ Examples:
   curl -s localhost:5000/translate -H 'Content-Type: application/json' \\
        -d '{"q": "Guten Morgen", "source": "auto", "target": "en"}'
   mt-serve --port 8080 --beam-size 1         # greedy: quicker answers
+  mt-serve --queue 0                         # no waiting: a second request at once gets 503
 
 Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted (Ctrl-C), 143 terminated."""
 
@@ -35,9 +36,14 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
                                                    "--glossary).")
 @click.option("--cors", metavar="ORIGIN", default=None,
               help="Let web pages from ORIGIN (or '*': any) call the server from a browser (default: none).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Requests translated at once (one already uses every thread).")
+@click.option("--queue", type=click.IntRange(min=0), default=32, show_default=True, metavar="N",
+              help="Requests that may wait for their turn; more get 503 (busy) with Retry-After.")
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options(exclude=("num_hypotheses", "return_alignment"))     # per request: "alternatives"
-def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, quiet, options) -> None:
+def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, concurrency, queue, quiet,
+         options) -> None:
     """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages."""
     import warnings
 
@@ -56,7 +62,8 @@ def main(model, provider, variant, threads, host, port, char_limit, glossary, co
     except TranslationError as e:
         raise CommandError(str(e)) from None
     try:
-        server = make_server(Service(translator, options, char_limit, cors, glossary), host, port, quiet=quiet)
+        service = Service(translator, options, char_limit, cors, glossary, concurrency, queue)
+        server = make_server(service, host, port, quiet=quiet)
     except OSError as e:
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None
     bound_host, bound_port = server.server_address[:2]

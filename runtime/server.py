@@ -8,8 +8,10 @@ and anything that speaks JSON, can use a local model:
     GET  /languages  ->  [{"code": "de", "name": "German", "targets": ["en"]}, ...]
 
 Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits)
-and {"error": "..."}. One Translator serves every request; requests run at once in threads
-(ONNX Runtime releases the GIL, and the Translator is safe to share). `api_key` is accepted and
+and {"error": "..."}. One Translator serves every request. Requests are read in threads, but only
+`concurrency` translate at once (one already keeps every core busy); up to `queue` more wait their
+turn, and past that a request gets 503 with Retry-After, so that a burst of clients slows the
+server down instead of running it out of memory. `api_key` is accepted and
 ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
 may call it from another origin only when `cors` names that origin (or "*").
 """
@@ -17,7 +19,9 @@ may call it from another origin only when `cors` names that origin (or "*").
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -43,6 +47,30 @@ class RequestError(Exception):
         self.status = status
 
 
+class Admission:
+    """At most `running` translations at once and `waiting` more in line; a request past that is
+    refused at once (503), not queued without end."""
+
+    def __init__(self, running: int, waiting: int):
+        self.running, self.waiting = running, waiting
+        self._slots = threading.Semaphore(running)
+        self._lock = threading.Lock()
+        self.inside = 0                 # running and waiting
+
+    @contextmanager
+    def turn(self):
+        with self._lock:
+            if self.inside >= self.running + self.waiting:
+                raise RequestError(503, f"busy: {self.running} translating and {self.waiting} waiting; retry later")
+            self.inside += 1
+        try:
+            with self._slots:
+                yield
+        finally:
+            with self._lock:
+                self.inside -= 1
+
+
 @dataclass
 class Service:
     """What the endpoints do, apart from HTTP: one Translator, the decoding options every request
@@ -53,6 +81,12 @@ class Service:
     char_limit: int = 20_000
     cors: str | None = None          # Access-Control-Allow-Origin for browser clients (None: no CORS headers)
     glossary: object = None          # a runtime.glossary.Glossary applied to every request
+    concurrency: int = 1             # translations at once
+    queue: int = 32                  # requests that may wait for their turn
+    admission: Admission = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.admission = Admission(self.concurrency, self.queue)
 
     def languages(self) -> list[dict]:
         t = self.translator
@@ -85,21 +119,27 @@ class Service:
         if alternatives:            # an n-best list needs a beam at least that wide (or sampling's draws)
             wider = {} if options.sampling else {"beam_size": max(options.beam_size, alternatives + 1)}
             options = replace(options, num_hypotheses=alternatives + 1, **wider)
+        with self.admission.turn():
+            answer = self._translated(texts, target, source, fmt, options, alternatives)
+        if isinstance(params.get("q"), str):                  # one text in, one out, as LibreTranslate answers
+            return {key: value[0] for key, value in answer.items()}
+        return answer
+
+    def _translated(self, texts: list[str], target: str, source: str, fmt: str, options: DecodeOptions,
+                    alternatives: int) -> dict:
+        """The answer's lists: one translation per text, and what else the request asked for."""
         try:
             if fmt == "html":
-                answer: dict = {"translatedText": translate_fragments(self.translator, texts, target, options,
-                                                                       from_lang=source, glossary=self.glossary)}
-            else:
-                translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary)
-                answer = {"translatedText": [tr.text for tr in translations]}
-                if source == "auto":
-                    answer["detectedLanguage"] = [_detected(tr) for tr in translations]
-                if alternatives:
-                    answer["alternatives"] = [[h.text for h in tr.hypotheses[1:]] for tr in translations]
+                return {"translatedText": translate_fragments(self.translator, texts, target, options,
+                                                              from_lang=source, glossary=self.glossary)}
+            translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary)
         except TranslationError as e:
             raise RequestError(400, str(e)) from None
-        if isinstance(params.get("q"), str):                  # one text in, one out, as LibreTranslate answers
-            answer = {key: value[0] for key, value in answer.items()}
+        answer = {"translatedText": [tr.text for tr in translations]}
+        if source == "auto":
+            answer["detectedLanguage"] = [_detected(tr) for tr in translations]
+        if alternatives:
+            answer["alternatives"] = [[h.text for h in tr.hypotheses[1:]] for tr in translations]
         return answer
 
     def _texts(self, params: dict, one: bool = False) -> list[str]:
@@ -158,7 +198,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
             self._answer(200, routes[path](self._params()))
         except RequestError as e:
-            self._answer(e.status, {"error": str(e)})
+            self._answer(e.status, {"error": str(e)}, {"Retry-After": "1"} if e.status == 503 else {})
         except Exception as e:           # a fault of ours: the client gets an answer, the log the detail
             self.log_error("internal error on %s: %r", path, e)
             self._answer(500, {"error": f"internal error: {type(e).__name__}"})
@@ -189,9 +229,11 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestError(400, "Invalid request: the body must be a JSON object")
         return params
 
-    def _answer(self, status: int, data) -> None:
+    def _answer(self, status: int, data, headers: dict | None = None) -> None:
         body = b"" if data is None else json.dumps(data, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         if body:
             self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -108,6 +109,57 @@ def test_requests_at_once_each_get_their_own_answer(url):
         return call(url, "/translate", {"q": GERMAN[i], "source": "de", "target": "en"})[1]["translatedText"]
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(ask, range(16))) == ENGLISH[:16]
+
+
+class Gated:
+    """The fixture Translator behind a gate that the test opens, counting the calls inside at once:
+    what is tested here is admission, not the model."""
+
+    def __init__(self, translator):
+        self.translator, self.gate, self.lock = translator, threading.Event(), threading.Lock()
+        self.inside = self.most = self.calls = 0
+
+    def translate(self, *args, **kwargs):
+        with self.lock:
+            self.inside, self.calls = self.inside + 1, self.calls + 1
+            self.most = max(self.most, self.inside)
+        try:
+            assert self.gate.wait(30)
+            return self.translator.translate(*args, **kwargs)
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+    def __getattr__(self, name):
+        return getattr(self.translator, name)
+
+
+def test_translations_take_turns_and_a_full_queue_is_told_to_retry(fixture_bundle):
+    from mtkit.runtime import Translator
+    gated = Gated(Translator(fixture_bundle, variant="fp32", threads=1))
+    server = make_server(Service(gated, DecodeOptions(beam_size=1), concurrency=1, queue=1), port=0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(call, url, "/translate", {"q": GERMAN[0], "source": "de", "target": "en"})
+            second = pool.submit(call, url, "/translate", {"q": GERMAN[1], "source": "de", "target": "en"})
+            while gated.calls < 1 or server.RequestHandlerClass.service.admission.inside < 2:
+                time.sleep(0.01)                        # one translating, one waiting: the queue is full
+            request = urllib.request.Request(url + "/translate", json.dumps(
+                {"q": GERMAN[2], "source": "de", "target": "en"}).encode(), {"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=30)
+            assert refused.value.code == 503 and refused.value.headers["Retry-After"] == "1"
+            assert "busy: 1 translating and 1 waiting; retry later" in json.loads(refused.value.read())["error"]
+            assert call(url, "/languages")[0] == 200               # what translates nothing is not held up
+            gated.gate.set()
+            assert first.result() == (200, {"translatedText": ENGLISH[0]})
+            assert second.result() == (200, {"translatedText": ENGLISH[1]})
+        assert gated.most == 1 and gated.calls == 2
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_mt_serve_runs_until_terminated(fixture_bundle, tmp_path):
