@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import os
 import re
 import sys
+from pathlib import Path
 
 import click
 from click.core import ParameterSource
@@ -93,6 +95,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             check_output(output)
     except InputError as e:
         raise CommandError(str(e)) from None
+    glossary_file = glossary
     if glossary:
         from .glossary import Glossary, GlossaryError
         try:
@@ -162,12 +165,13 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     if input_file and input_file != "-" and total and sys.stderr.isatty() and not quiet:
         progress = progress_bar()
 
-    def write_all(out) -> None:
-        stream = translator.translate_iter(lines, to, options, from_lang=from_lang or "auto",
-                                           batch_size=1 if interactive else batch_size, split_sentences=not no_split,
-                                           glossary=glossary, prefix=prefix)
-        task = progress.add_task("translate", total=total) if progress else None
-        for lineno, tr in enumerate(stream, start=1):
+    def write_all(out, done: int = 0) -> None:
+        """Translate the lines after the first `done` (those an interrupted run wrote) into `out`."""
+        stream = translator.translate_iter(itertools.islice(lines, done, None), to, options,
+                                           from_lang=from_lang or "auto", batch_size=1 if interactive else batch_size,
+                                           split_sentences=not no_split, glossary=glossary, prefix=prefix)
+        task = progress.add_task("translate", total=total, completed=done) if progress else None
+        for lineno, tr in enumerate(stream, start=done + 1):
             if not quiet and (note := input_note(lineno, tr.source)):
                 print(f"{PROG}: note: {note}", file=sys.stderr)
             for w in tr.warnings:
@@ -176,19 +180,70 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             out.write(record(lineno, tr, fmt, options) + ("\r\n" if crlf else "\n"))
             if progress:
                 progress.advance(task)
-            elif interactive or out is sys.stdout:
-                out.flush()
+            if interactive or (out is sys.stdout and not progress) or lineno % batch_size == 0:
+                out.flush()                     # a file: each batch, so that an interrupted run keeps it
 
     try:
         if progress:
             progress.start()
         try:
-            write_output(output, write_all)
+            if input_file and input_file != "-" and output and output != "-":     # the lines done survive
+                job = job_description(input_file, translator, from_lang, to, fmt, options, no_split, prefix,
+                                      glossary_file, batch_size)
+                write_resumable(output, job, write_all, total, quiet)
+            else:
+                write_output(output, write_all)
         finally:
             if progress:
                 progress.stop()
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
+
+
+def write_resumable(output: str, job: dict, write_all, total: int, quiet: bool) -> None:
+    """`write_all(out, done)` into the file `output` through `resumable.resumable_output`: going on after
+    the lines an interrupted run of the same job kept, and, if this one is interrupted, saying how many
+    lines it keeps for the next."""
+    from .resumable import resumable_output
+
+    out = None
+    try:
+        with resumable_output(output, job) as out:
+            if out.done and not quiet:
+                print(f"{PROG}: note: going on after the {out.done:,} lines an interrupted run wrote ({out.partial})",
+                      file=sys.stderr)
+            write_all(out, out.done)
+    except BaseException as e:
+        if out is None or not out.partial or not out.lines:
+            raise
+        ctrl_c = isinstance(e, KeyboardInterrupt)
+        after_ctrl_c = "\n" if ctrl_c and sys.stderr.isatty() else ""        # a terminal shows "^C" there
+        print(f"{after_ctrl_c}{PROG}: {out.lines:,} of {total:,} lines are kept in {out.partial}; the same command "
+              f"goes on from there", file=sys.stderr)
+        if ctrl_c:
+            raise click.Abort() from None       # "interrupted", without another new line from click
+        raise
+
+
+def job_description(input_file, translator, from_lang, to, fmt, options, no_split, prefix, glossary_file,
+                    batch_size) -> dict:
+    """What makes two runs of mt-translate -i FILE -o FILE the same job, whose output one may go on with:
+    the input as it is on disk, the model, and everything that changes the output lines."""
+    import dataclasses
+    import hashlib
+
+    from .bundle_format import CONFIG_FILE
+
+    def digest(path) -> str | None:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+
+    stat = os.stat(input_file)
+    return {"input": os.path.realpath(input_file), "input_size": stat.st_size, "input_mtime_ns": stat.st_mtime_ns,
+            "model": digest(Path(translator.path) / CONFIG_FILE), "variant": translator.variant,
+            "from": from_lang or "auto", "to": to, "format": fmt, "options": dataclasses.asdict(options),
+            "split": not no_split, "prefix": prefix, "glossary": digest(glossary_file),
+            # A sample's draws depend on its batch; a search's result does not (batch-invariant).
+            "batch_size": batch_size if options.sampling else None}
 
 
 def typed_lines():

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -334,24 +335,58 @@ def test_invalid_utf8_argument_is_an_error_as_in_a_file():
                                    "pass UTF-8 text (check the terminal's encoding and the locale)\n")
 
 
-def test_sigterm_removes_the_partial_output_and_exits_143(tmp_path):
-    """timeout, docker stop and systemd send SIGTERM: cleaned up as for Ctrl-C, not killed mid-write."""
+def start_and_stop(tmp_path, *args) -> tuple[int, str]:
+    """mt-translate -i in.de -o out.en, stopped by SIGTERM once some lines are done (at one line a batch it
+    would take minutes): its exit status and stderr."""
     src = tmp_path / "in.de"
-    src.write_text("\n".join(GERMAN * 50) + "\n", encoding="utf-8")     # minutes at one line a batch
-    proc = subprocess.Popen([str(BIN), "--threads", str(ORT_THREADS), "--from", "de", "--batch-size", "1",
+    src.write_text("\n".join(GERMAN * 20) + "\n", encoding="utf-8")
+    proc = subprocess.Popen([str(BIN), "--threads", str(ORT_THREADS), "--from", "de", "--beam-size", "1",
+                             "--batch-size", "1", *args,
                              "-i", str(src), "-o", str(tmp_path / "out.en")], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    partial = tmp_path / ".out.en.partial"
     try:
         deadline = time.monotonic() + 120
-        while not list(tmp_path.glob(".out.en.*.partial")):        # translating into the temporary file
-            assert proc.poll() is None and time.monotonic() < deadline, "no partial output file appeared"
+        while not partial.is_file() or partial.read_bytes().count(b"\n") < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, "no lines were written"
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 143 and err.decode() == "mt-translate: terminated\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["in.de"]
+    return proc.returncode, err.decode()
+
+
+def test_sigterm_keeps_the_lines_done_and_the_same_command_goes_on(tmp_path):
+    """timeout, docker stop and systemd send SIGTERM: as on Ctrl-C, nothing appears under the output's
+    name, and the lines done are kept for the same command to go on from."""
+    code, err = start_and_stop(tmp_path)
+    kept = re.fullmatch(r"mt-translate: (\d+) of 1,920 lines are kept in (.*); the same command goes on from there\n"
+                        r"mt-translate: terminated\n", err)
+    assert code == 143 and kept, err
+    assert kept.group(2) == str(tmp_path / ".out.en.partial")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.en.partial", ".out.en.partial.json", "in.de"]
+    done = int(kept.group(1))
+    assert done >= 3 and (tmp_path / ".out.en.partial").read_text(encoding="utf-8").splitlines() == \
+        (ENGLISH * 20)[:done]
+    # The same command (a batch size does not change a search's output) goes on after those lines.
+    again = run("--from", "de", "--beam-size", "1", "-i", str(tmp_path / "in.de"), "-o", str(tmp_path / "out.en"))
+    assert again.returncode == 0
+    assert again.stderr.decode() == (f"mt-translate: note: going on after the {done:,} lines an interrupted run wrote "
+                                     f"({tmp_path / '.out.en.partial'})\n")
+    assert (tmp_path / "out.en").read_text(encoding="utf-8") == "\n".join(ENGLISH * 20) + "\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.de", "out.en"]
+
+
+def test_another_job_on_the_same_output_starts_afresh(tmp_path):
+    code, _ = start_and_stop(tmp_path)
+    assert code == 143 and (tmp_path / ".out.en.partial.json").is_file()
+    other = run("--from", "de", "--beam-size", "1", "--format", "jsonl", "-i", str(tmp_path / "in.de"),
+                "-o", str(tmp_path / "out.en"))
+    assert other.returncode == 0 and other.stderr == b""
+    out = (tmp_path / "out.en").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["text"] for line in out] == ENGLISH * 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.de", "out.en"]
 
 
 def test_cuda_provider_without_cuda_fails_cleanly():

@@ -1,0 +1,109 @@
+"""An output file that a long job can be stopped and resumed on (`mt-translate -i FILE -o FILE`).
+
+As with `text_io.atomic_output`, the file appears under its name only once complete. Until then the
+lines are written to `.NAME.partial` beside it, and a description of the job (its input, model and
+options) to `.NAME.partial.json`. When the job is interrupted (Ctrl-C, SIGTERM, an error), both stay,
+and the same job started again keeps the lines done and goes on after them: an hour of translation is
+not lost to a Ctrl-C. Another job writing to the same name starts afresh. Only whole lines count, so
+even a job killed outright (SIGKILL, a power cut) resumes from its last flushed line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import zlib
+from pathlib import Path
+
+from .text_io import InputError, atomic_output, check_output, is_gzip, text_writer, written_in_place
+
+
+class ResumableOutput:
+    """Where the lines go: `write` and `flush` as a text file's. `done`: lines kept from an earlier run
+    of the same job (the caller skips that many input lines); `lines`: all written, those included."""
+
+    def __init__(self, file, done: int, partial: Path | None):
+        self.file, self.done, self.lines, self.partial = file, done, done, partial
+
+    def write(self, text: str) -> None:
+        self.file.write(text)
+        self.lines += text.count("\n")
+
+    def flush(self) -> None:
+        self.file.flush()
+
+
+def partial_paths(path: Path) -> tuple[Path, Path]:
+    """The lines done so far and the job they belong to, beside the file `path` resolves to."""
+    target = Path(os.path.realpath(path))
+    return target.with_name(f".{target.name}.partial"), target.with_name(f".{target.name}.partial.json")
+
+
+def kept_lines(partial: Path, record: Path, job: dict, gz: bool) -> list[str]:
+    """The whole lines an earlier run of `job` left in `partial` (gzip-compressed if `gz`): none if it was
+    another job's, or unreadable."""
+    try:
+        if json.loads(record.read_text(encoding="utf-8")) != job:
+            return []
+        data = read_partial(partial, gz)
+    except (OSError, ValueError):
+        return []
+    data = data[:data.rfind(b"\n") + 1]                 # a line cut off mid-write is done again
+    return data.decode("utf-8", "replace").splitlines(keepends=True)
+
+
+def read_partial(partial: Path, gz: bool) -> bytes:
+    """The bytes of `partial`, decompressed if `gz` (member after member), as far as they go if cut off."""
+    data = partial.read_bytes()
+    if not gz:
+        return data
+    out = []
+    while data:
+        member = zlib.decompressobj(wbits=31)           # gzip framing
+        try:
+            out.append(member.decompress(data))
+        except zlib.error:
+            break
+        if not member.eof:
+            break
+        data = member.unused_data
+    return b"".join(out)
+
+
+@contextlib.contextmanager
+def resumable_output(path: str | Path, job: dict):
+    """Yield a `ResumableOutput` for the text file `path` (gzip if it ends in .gz), holding the lines an
+    interrupted run of the same `job` (a JSON-able dict) left. On success the file takes its name; on
+    any failure the lines written so far stay for the next run, unless there are none. A FIFO or a
+    device is written into directly, with nothing to resume."""
+    path = Path(path)
+    check_output(path)
+    if written_in_place(path):
+        with atomic_output(path) as f:
+            yield ResumableOutput(f, 0, None)
+        return
+    partial, record = partial_paths(path)
+    kept = kept_lines(partial, record, job, is_gzip(path))
+    try:
+        raw = open(partial, "wb")               # the kept lines are written again: a clean file to go on in
+        record.write_text(json.dumps(job, sort_keys=True), encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+    out = ResumableOutput(None, len(kept), partial)
+    try:
+        with raw, text_writer(raw, path) as f:
+            f.writelines(kept)
+            out.file = f
+            yield out
+        try:
+            os.replace(partial, os.path.realpath(path))
+        except OSError as e:
+            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        record.unlink(missing_ok=True)
+    except BaseException:
+        if out.lines == 0:                      # nothing to go on from
+            with contextlib.suppress(OSError):
+                partial.unlink()
+                record.unlink()
+        raise
