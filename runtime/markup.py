@@ -35,6 +35,7 @@ ATOMS = frozenset("code kbd samp var math".split())               # inline, neve
 VERBATIM = frozenset("script style pre textarea template code kbd samp var svg math".split())
 VOID = frozenset("area base br col embed hr img input keygen link meta param source track wbr".split())
 ATOM_REF = re.compile(r"`(\d+)`")
+LITERAL_REF = re.compile(r"(`\d+`)")
 PUNCTUATION = re.compile(r"""([(\[{"'„“‚‘«»¿¡]*)(.*?)([)\]}"'“”‘’«».,;:!?…]*)""", re.S)   # around a word
 LETTER = re.compile(r"[^\W\d_]")
 TEXT_ATTRIBUTES = ("title", "alt", "placeholder", "aria-label")      # and a button's value: what people read
@@ -282,7 +283,12 @@ class _Block:
                     self.prefix += raw[:len(raw) - len(raw.lstrip())]
                 if k == last:
                     self.suffix = raw[len(raw.rstrip()):] + self.suffix
-                add(text)
+                for piece in LITERAL_REF.split(text):   # a `3` of the page's own would read as atom 3's reference
+                    if ATOM_REF.fullmatch(piece):
+                        add(f" `{len(self.atoms)}` ")
+                        self.atoms.append(html.escape(piece, quote=False))
+                    else:
+                        add(piece)
             elif kind == "atom":
                 add(f" `{len(self.atoms)}` ")
                 self.atoms.append(raw)

@@ -89,6 +89,15 @@ def test_verbatim_parts_are_kept_byte_for_byte(fixture_translator):
     assert out == f"<p>{ENGLISH[0]}</p>" + "".join(kept) + f"<p>{ENGLISH[1]}</p>"
 
 
+def test_a_pages_own_backtick_number_is_not_taken_for_an_element():
+    """Inline elements travel through the model as `k`; a `0` written in the page travels the same way,
+    as itself, so that it cannot stand for (or swap places with) element 0."""
+    from mtkit.runtime.markup import _Block, _chunks, _events
+    [block] = [_Block(c) for c in _chunks(_events("<p>Wert `0` und <code>x</code> und `7`.</p>")) if isinstance(c, list)]
+    assert block.atoms == ["`0`", "<code>x</code>", "`7`"]
+    assert [w.text for w in block.words] == ["Wert", "`0`", "und", "`1`", "und", "`2`", "."]
+
+
 def test_inline_code_and_images_travel_whole_inside_a_sentence(fixture_translator):
     page = f'<p>{GERMAN[16]} <code>x &lt; 1</code> <img src="b.png"></p>'
     out = translate(fixture_translator, page)
