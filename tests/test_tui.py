@@ -628,11 +628,19 @@ async def test_writing_in_the_translation_completes_that_line_from_the_cursor(st
         target.insert("\n")
         await settle(pilot)
         assert len(translator.calls) == calls and "one translation line per source line" in shown(app, "#error")
-        # Editing the source translates it afresh.
+        # Editing a source line translates that line afresh; a steered line whose source is unchanged
+        # keeps the start written in it (here all of line 1, written in while the cursor was elsewhere).
         await paste(pilot, " heute")
         await settle(pilot)
-        assert translator.calls[-1].prefix is None and app.target_text.count("\n") == 2
+        steered = first[:3] + "!" + first[3:]
+        assert translator.calls[-1].texts == ["Guten Morgen", "Wie geht es dir heute"]
+        assert translator.calls[-1].prefix == [steered, None]
+        assert app.target_text.split("\n") == [steered, "", fake("Wie geht es dir heute", "en")]
         assert "one translation line" not in shown(app, "#error")
+        # Another direction: the starts were written in the other language, so none is kept.
+        await pilot.press("f3")
+        await settle(pilot)
+        assert translator.calls[-1].prefix is None
 
 
 @run_async
@@ -932,6 +940,15 @@ def test_tui_never_imports_torch():
     code = ("import sys; import mtkit.tui.app, mtkit.tui.cli; from mtkit.runtime import Translator; "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_steered_starts_follow_their_source_lines():
+    outcome = Outcome(0, "a\nb\nc", ("de", "en"), "greedy", ["a", "b", "c"], [None] * 3, starts={0: "A", 2: "C"})
+    assert outcome.starts_for(["a", "b", "c"]) == {0: "A", 2: "C"}
+    assert outcome.starts_for(["new", "a", "b", "c"]) == {1: "A", 3: "C"}       # a line added above
+    assert outcome.starts_for(["a", "b", "c changed"]) == {0: "A"}              # its source edited
+    assert outcome.starts_for(["c", "a"]) == {1: "A", 0: "C"}
+    assert outcome.starts_for(["a", "a"]) == {0: "A"}                          # one line, one start
 
 
 def test_history_keeps_one_entry_per_thing_typed():

@@ -5,7 +5,8 @@ as reactive attributes; the widgets bound to them redraw themselves. Typing re-t
 pause; the request pipeline (debounce, thread workers, stale results) is in `controller.py`, the
 command line in `cli.py`. Each source line is translated on its own; the panels below the editors
 show the line under the cursor. Writing in the translation steers it: after the same pause, the
-line is translated again from what the user wrote before the cursor (the runtime's target prefix).
+line is translated again from what the user wrote before the cursor (the runtime's target prefix),
+and keeps that start while its source line stays as it is.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .panels import PANELS, Panels
 from .screens import HelpScreen, OpenModelScreen
 from .settings_bar import SettingsBar
 from .state import (AUTO, MAX_INPUT_CHARS, DecodeSettings, History, Outcome, bundle_directions, direction_choices,
-                    direction_label, language_name)
+                    direction_label, language_name, split_segments)
 from .status import ErrorBar, StatusLine
 
 DEBOUNCE_SECONDS = 0.4
@@ -211,7 +212,9 @@ class MTApp(App):
                 self.status.update("No model loaded: ctrl+o opens a bundle.")
         else:
             self.status.update("Translating…")
-            self.requests.start(self.translator, text, self.direction, self.settings)
+            kept = self.outcome is not None and self.outcome.direction == self.direction   # starts are in its target
+            starts = self.outcome.starts_for(split_segments(text)) if kept else {}
+            self.requests.start(self.translator, text, self.direction, self.settings, starts)
 
     def complete_lines(self) -> None:
         """The pause after writing in the translation is over: translate each line written in (each that

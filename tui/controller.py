@@ -14,7 +14,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from textual.app import App
@@ -31,8 +31,8 @@ class Request:
     text: str
     direction: tuple[str, str]
     settings: DecodeSettings
-    base: Outcome | None = None                 # a completion: the outcome whose lines it redoes,
-    rows: dict[int, str | None] | None = None   # each with the start the user wrote (None: none)
+    starts: dict[int, str | None] = field(default_factory=dict)   # lines' starts the user wrote (None: none)
+    base: Outcome | None = None                 # a completion: the outcome whose lines (`starts`) it redoes
 
 
 class Requests:
@@ -81,13 +81,15 @@ class Requests:
         self._timer = None
         due()
 
-    def start(self, translator, text: str, direction: tuple[str, str], settings: DecodeSettings) -> None:
-        self._run(Request(self.generation, translator, text, direction, settings))
+    def start(self, translator, text: str, direction: tuple[str, str], settings: DecodeSettings,
+              starts: dict[int, str] | None = None) -> None:
+        """Translate every line of `text`; those in `starts` begin with the start given (the user's)."""
+        self._run(Request(self.generation, translator, text, direction, settings, starts or {}))
 
-    def complete(self, translator, base: Outcome, rows: dict[int, str | None], settings: DecodeSettings) -> None:
-        """Translate lines `rows` of `base` again, each starting with what the user wrote in it (its
-        prefix); `done` gets `base` with those lines replaced."""
-        self._run(Request(self.generation, translator, base.source, base.direction, settings, base, rows))
+    def complete(self, translator, base: Outcome, starts: dict[int, str | None], settings: DecodeSettings) -> None:
+        """Translate the lines of `base` in `starts` again, each beginning with what the user wrote in it
+        (None: afresh); `done` gets `base` with those lines replaced."""
+        self._run(Request(self.generation, translator, base.source, base.direction, settings, starts, base))
 
     def _run(self, request: Request) -> None:
         self._worker = self.app.run_worker(partial(self._decode, request), thread=True, exclusive=True,
@@ -102,11 +104,10 @@ class Requests:
             # interrupted: skip the work entirely if it went stale while waiting for the lock.
             if worker.is_cancelled or request.generation != self.generation:
                 return
-            segments = request.base.segments if request.base else split_segments(request.text)
-            if request.rows:
-                rows, prefix = list(request.rows), list(request.rows.values())
-            else:
-                rows, prefix = [i for i, s in enumerate(segments) if s.strip()], None
+            base = request.base
+            segments = base.segments if base else split_segments(request.text)
+            rows = list(request.starts) if base else [i for i, s in enumerate(segments) if s.strip()]
+            prefix = [request.starts.get(i) for i in rows] if request.starts else None
             start = time.perf_counter()
             try:
                 with warnings.catch_warnings():
@@ -122,11 +123,15 @@ class Requests:
                 self.app.call_from_thread(self._deliver, request.generation, self.failed, e)
                 return
             seconds = time.perf_counter() - start
-        results = list(request.base.results) if request.base else [None] * len(segments)
+        results = list(base.results) if base else [None] * len(segments)
+        starts = dict(base.starts) if base else {}
         for i, translation in zip(rows, translations):
             results[i] = translation
+            starts.pop(i, None)
+            if request.starts.get(i):
+                starts[i] = request.starts[i]
         outcome = Outcome(request.generation, request.text, request.direction, request.settings.describe(),
-                          segments, results, seconds)
+                          segments, results, seconds, starts)
         self.app.call_from_thread(self._deliver, request.generation, self.done, outcome)
 
     def _deliver(self, generation: int, callback: Callable, value) -> None:

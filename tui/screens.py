@@ -38,7 +38,7 @@ ABOUT = [
                   "from that language."),
     ("Steering", "write in the translation to change it: after the same pause, the line is translated again "
                  "from what you wrote before the cursor, and the model completes it to fit (the Alternatives "
-                 "panel lists other completions). Editing the source translates it afresh."),
+                 "panel lists other completions). The line keeps your start until its source line changes."),
     ("Decoding", "greedy takes the likeliest token at each step; beam search keeps the best few "
                  "partial translations (the Alternatives panel lists them with their scores); sampling "
                  "draws tokens at random from the top-p share of the probability, wilder as the "

@@ -109,6 +109,7 @@ class Outcome:
     segments: list[str]             # source lines
     results: list                   # a runtime Translation per line, None for blank lines
     seconds: float = 0.0
+    starts: dict[int, str] = field(default_factory=dict)   # lines the user steered: the start they wrote
 
     @property
     def text(self) -> str:
@@ -132,6 +133,19 @@ class Outcome:
     def kept(self) -> int:
         """Sentences left as they are: taken to be in the target language already."""
         return sum(1 for s in self._sentences() if not s.translated and s.language == self.direction[1])
+
+    def starts_for(self, segments: list[str]) -> dict[int, str]:
+        """The starts the user wrote, carried over to `segments` (a new version of the source): each goes
+        to a line whose source is that of the line it was written for, so an edit elsewhere keeps it."""
+        carried, taken = {}, set()
+        for row, start in self.starts.items():
+            source = self.segments[row]
+            near = sorted((i for i, s in enumerate(segments) if s == source and i not in taken),
+                          key=lambda i: abs(i - row))
+            if near:
+                carried[near[0]] = start
+                taken.add(near[0])
+        return carried
 
     def segment(self, row: int):
         """(source line, Translation) for the line at `row`, or the nearest translated line
