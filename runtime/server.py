@@ -4,6 +4,8 @@ and anything that speaks JSON, can use a local model:
     POST /translate  {"q": "Guten Morgen" or [...], "source": "auto", "target": "en", "format": "text" or
                       "html", "alternatives": 0}  ->  {"translatedText": ..., "detectedLanguage":
                       {"language": "de", "confidence": 96.5}, "alternatives": [...]}
+                     (and, beyond LibreTranslate's API, "prefix": the start of each translation, which
+                     the model continues: Translator.translate's `prefix`, for interactive translation)
     POST /detect     {"q": "Guten Morgen"}  ->  [{"language": "de", "confidence": 96.5}, ...]
     GET  /languages  ->  [{"code": "de", "name": "German", "targets": ["en"]}, ...]
 
@@ -115,24 +117,28 @@ class Service:
         alternatives = _count(params.get("alternatives", 0), "alternatives")
         if alternatives and fmt == "html":
             raise RequestError(400, "Invalid request: alternatives are for format text")
+        prefix = params.get("prefix")
+        if prefix is not None and fmt == "html":
+            raise RequestError(400, "Invalid request: prefix is for format text")
         options = self.options
         if alternatives:            # an n-best list needs a beam at least that wide (or sampling's draws)
             wider = {} if options.sampling else {"beam_size": max(options.beam_size, alternatives + 1)}
             options = replace(options, num_hypotheses=alternatives + 1, **wider)
         with self.admission.turn():
-            answer = self._translated(texts, target, source, fmt, options, alternatives)
+            answer = self._translated(texts, target, source, fmt, options, alternatives, prefix)
         if isinstance(params.get("q"), str):                  # one text in, one out, as LibreTranslate answers
             return {key: value[0] for key, value in answer.items()}
         return answer
 
     def _translated(self, texts: list[str], target: str, source: str, fmt: str, options: DecodeOptions,
-                    alternatives: int) -> dict:
+                    alternatives: int, prefix=None) -> dict:
         """The answer's lists: one translation per text, and what else the request asked for."""
         try:
             if fmt == "html":
                 return {"translatedText": translate_fragments(self.translator, texts, target, options,
                                                               from_lang=source, glossary=self.glossary)}
-            translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary)
+            translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary,
+                                                     prefix=prefix)
         except TranslationError as e:
             raise RequestError(400, str(e)) from None
         answer = {"translatedText": [tr.text for tr in translations]}

@@ -77,6 +77,20 @@ def test_alternatives_and_html(url):
     assert (status, answer) == (200, {"translatedText": f"<p><b>{ENGLISH[7]}</b></p>"})
 
 
+def test_a_prefix_starts_each_translation(url):
+    status, answer = call(url, "/translate", {"q": GERMAN[2], "source": "de", "target": "en", "prefix": "The wom",
+                                              "alternatives": 2})
+    assert status == 200 and answer["translatedText"].startswith("The wom")
+    assert all(a.startswith("The wom") for a in answer["alternatives"])
+    status, answer = call(url, "/translate", {"q": [GERMAN[0], GERMAN[1]], "source": "de", "target": "en",
+                                              "prefix": ["It", None]})
+    assert status == 200 and answer["translatedText"][0].startswith("It") and answer["translatedText"][1] == ENGLISH[1]
+    for bad, message in [({"prefix": 3}, "prefix must be a str"), ({"prefix": ["a", "b"]}, "prefix has 2 entries"),
+                         ({"prefix": "A", "format": "html"}, "prefix is for format text")]:
+        status, answer = call(url, "/translate", {"q": GERMAN[0], "source": "de", "target": "en", **bad})
+        assert status == 400 and message in answer["error"]
+
+
 def test_detect(url):
     status, answer = call(url, "/detect", {"q": "Das ist ein sehr kleines Haus und wir wohnen gern darin."})
     assert status == 200 and answer[0]["language"] == "de" and answer[0]["confidence"] > 50
