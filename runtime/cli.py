@@ -31,6 +31,7 @@ Examples:
   cat in.de | mt-translate --to en > out.en
   mt-translate -i in.de -o out.en --format jsonl --n-best 3
   mt-translate --n-best 3 --prefix "The train to Mun" "Der Zug nach München ist voll."
+  mt-translate -i in.de --prefixes starts.en -o out.en
   mt-translate --html -i page.de.html -o page.en.html
   mt-translate --subtitles -i film.de.srt -o film.en.srt
   mt-translate --markdown -i README.de.md -o README.en.md
@@ -51,6 +52,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--prefix", metavar="TEXT", help="Start every translation with TEXT and let the model continue it (a "
                                                 "last word left unfinished is completed); each line is then one "
                                                 "sentence.")
+@click.option("--prefixes", metavar="FILE", help="As --prefix, one line of FILE for each input line (an empty one: "
+                                                 "none).")
 @click.option("--glossary", metavar="FILE", help="Terms to translate one way: a UTF-8 file, tab-separated, whose "
                                                    "first line names its two languages (\"de<TAB>en\"); used "
                                                    "both ways.")
@@ -65,7 +68,7 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         glossary, subtitles, markdown, html, batch_size, list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, markdown, html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     if text and input_file:
@@ -78,8 +81,13 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise click.UsageError(f"{' and '.join(wholes)}: choose one")
     if whole and (fmt != "text" or options.num_hypotheses > 1):
         raise click.UsageError(f"{whole} writes the translated file: it takes neither --format jsonl nor --n-best")
-    if whole and prefix is not None:
-        raise click.UsageError(f"--prefix starts the translation of a line: {whole} translates a whole document")
+    starting = "--prefix" if prefix is not None else "--prefixes" if prefixes else None
+    if prefix is not None and prefixes:
+        raise click.UsageError("--prefix and --prefixes: choose one")
+    if whole and starting:
+        raise click.UsageError(f"{starting} starts the translation of a line: {whole} translates a whole document")
+    if prefixes and not (text or (input_file and input_file != "-")):
+        raise click.UsageError("--prefixes needs the lines to translate as TEXT or -i FILE, to match its lines to")
     if whole and whole != "--html" and text:
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
 
@@ -91,6 +99,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             check_argument(argument, f"argument {number}")
         if prefix is not None:
             check_argument(prefix, "--prefix")
+        starts = read_lines(prefixes) if prefixes else prefix     # each line's, or one for all
         if output and output != "-" and not list_languages:
             check_output(output)
     except InputError as e:
@@ -143,6 +152,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             lines = typed_lines()
         else:
             lines = decode_lines(sys.stdin.buffer, "stdin", endings)
+        if prefixes and len(starts) != total:
+            raise InputError(f"{prefixes}: {len(starts):,} lines for {total:,} lines to translate: give one per line")
     except InputError as e:
         raise CommandError(str(e)) from None
     interactive = not text and not input_file and sys.stdin.isatty()
@@ -169,7 +180,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         """Translate the lines after the first `done` (those an interrupted run wrote) into `out`."""
         stream = translator.translate_iter(itertools.islice(lines, done, None), to, options,
                                            from_lang=from_lang or "auto", batch_size=1 if interactive else batch_size,
-                                           split_sentences=not no_split, glossary=glossary, prefix=prefix)
+                                           split_sentences=not no_split, glossary=glossary,
+                                           prefix=starts[done:] if prefixes else starts)
         task = progress.add_task("translate", total=total, completed=done) if progress else None
         for lineno, tr in enumerate(stream, start=done + 1):
             if not quiet and (note := input_note(lineno, tr.source)):
@@ -189,7 +201,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         try:
             if input_file and input_file != "-" and output and output != "-":     # the lines done survive
                 job = job_description(input_file, translator, from_lang, to, fmt, options, no_split, prefix,
-                                      glossary_file, batch_size)
+                                      prefixes, glossary_file, batch_size)
                 write_resumable(output, job, write_all, total, quiet)
             else:
                 write_output(output, write_all)
@@ -225,7 +237,7 @@ def write_resumable(output: str, job: dict, write_all, total: int, quiet: bool) 
         raise
 
 
-def job_description(input_file, translator, from_lang, to, fmt, options, no_split, prefix, glossary_file,
+def job_description(input_file, translator, from_lang, to, fmt, options, no_split, prefix, prefixes, glossary_file,
                     batch_size) -> dict:
     """What makes two runs of mt-translate -i FILE -o FILE the same job, whose output one may go on with:
     the input as it is on disk, the model, and everything that changes the output lines."""
@@ -241,7 +253,7 @@ def job_description(input_file, translator, from_lang, to, fmt, options, no_spli
     return {"input": os.path.realpath(input_file), "input_size": stat.st_size, "input_mtime_ns": stat.st_mtime_ns,
             "model": digest(Path(translator.path) / CONFIG_FILE), "variant": translator.variant,
             "from": from_lang or "auto", "to": to, "format": fmt, "options": dataclasses.asdict(options),
-            "split": not no_split, "prefix": prefix, "glossary": digest(glossary_file),
+            "split": not no_split, "prefix": prefix, "prefixes": digest(prefixes), "glossary": digest(glossary_file),
             # A sample's draws depend on its batch; a search's result does not (batch-invariant).
             "batch_size": batch_size if options.sampling else None}
 

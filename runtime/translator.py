@@ -642,20 +642,29 @@ class Translator:
 
     def translate_iter(self, texts: Iterable[str], to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", batch_size: int = 32, split_sentences: bool = True,
-                       glossary: Glossary | None = None, prefix: str | None = None,
+                       glossary: Glossary | None = None, prefix: str | Iterable[str | None] | None = None,
                        **overrides) -> Iterator[Translation]:
         """Translate a stream, `batch_size` texts at a time, yielding results in input order as soon as
-        each batch is done; a str is one text. Options as for `translate` (`prefix`: one for every text);
-        they are checked when the first result is asked for, before the first text is read."""
+        each batch is done; a str is one text. Options as for `translate`; `prefix` is one str for every
+        text, or a stream of one per text (None: none). They are checked when the first result is asked
+        for, before the first text is read."""
         texts = as_texts(texts)
         check_count("batch_size", batch_size)
         to, from_lang, _ = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)      # fail before reading
-        if prefix is not None and not isinstance(prefix, str):
-            raise TranslationError(f"translate_iter's prefix is one str for every text, not a {type(prefix).__name__}")
-        iterator = iter(texts)
+        per_text = prefix is not None and not isinstance(prefix, str)
+        if per_text and not isinstance(prefix, Iterable):
+            raise TranslationError(f"prefix must be a str, one per text, or None, not {type(prefix).__name__}")
+        prefixes = iter(prefix) if per_text else None
+        iterator, done = iter(texts), 0
         while batch := list(itertools.islice(iterator, batch_size)):
-            yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary, prefix)
+            starts = list(itertools.islice(prefixes, len(batch))) if per_text else prefix
+            if per_text and len(starts) < len(batch):
+                raise TranslationError(f"fewer prefixes than texts (only {done + len(starts)}): give one per text")
+            yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary, starts)
+            done += len(batch)
+        if per_text and next(prefixes, done) is not done:
+            raise TranslationError(f"more prefixes than texts ({done}): give one per text")
 
     def _assemble(self, text: str, segments: list[_Segment], sources, results, opts: DecodeOptions,
                   text_warnings: list[str]) -> Translation:

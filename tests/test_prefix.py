@@ -76,11 +76,17 @@ def test_control_characters_in_a_prefix_become_spaces(t):
     assert tr.text.startswith("The woman  is") and "\n" not in tr.text and "\x00" not in tr.text
 
 
-def test_translate_iter_takes_one_prefix_for_every_text(t):
+def test_translate_iter_takes_one_prefix_for_every_text_or_one_each(t):
     out = list(t.translate_iter([GERMAN[0], GERMAN[1]], from_lang="de", prefix="It", batch_size=1))
     assert all(tr.text.startswith("It") for tr in out)
-    with pytest.raises(TranslationError, match="one str for every text"):
-        next(t.translate_iter([GERMAN[0]], prefix=["It"]))
+    out = list(t.translate_iter(iter([GERMAN[0], GERMAN[1], GERMAN[2]]), from_lang="de", prefix=iter(["It", None, "A"]),
+                                batch_size=2))
+    assert out[0].text.startswith("It") and out[2].text.startswith("A")
+    assert out[1].text == t.translate(GERMAN[1], from_lang="de")[0].text
+    for prefix, message in [(["It"], r"fewer prefixes than texts \(only 1\)"), (["It", "A", None], r"more prefixes "
+                            r"than texts \(2\)"), (3, "prefix must be a str, one per text, or None, not int")]:
+        with pytest.raises(TranslationError, match=message):
+            list(t.translate_iter([GERMAN[0], GERMAN[1]], prefix=prefix))
 
 
 @pytest.mark.parametrize("prefix, message", [
@@ -111,6 +117,23 @@ def test_cli_prefix_with_n_best(fixture_bundle, monkeypatch):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 2 and all(h.startswith("The wom") for line in lines for h in line.split("\t"))
+
+
+def test_cli_prefixes_one_per_line(fixture_bundle, monkeypatch, tmp_path):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    (tmp_path / "in.de").write_text("\n".join(GERMAN[:3]) + "\n", encoding="utf-8")
+    (tmp_path / "starts.en").write_text("The wom\n\nA \n", encoding="utf-8")
+    done = run("--from", "de", "--beam-size", "1", "-i", str(tmp_path / "in.de"), "--prefixes",
+               str(tmp_path / "starts.en"))
+    lines = done.stdout.decode().splitlines()
+    assert done.returncode == 0 and lines[0].startswith("The wom") and lines[2].startswith("A ")
+    assert lines[1] == run("--from", "de", "--beam-size", "1", GERMAN[1]).stdout.decode().strip()
+    short = run("--from", "de", "--prefixes", str(tmp_path / "starts.en"), GERMAN[0])
+    assert short.returncode == 1 and b"3 lines for 1 lines to translate" in short.stderr
+    both = run("--prefixes", str(tmp_path / "starts.en"), "--prefix", "A", GERMAN[0])
+    assert both.returncode == 2 and b"--prefix and --prefixes: choose one" in both.stderr
+    stdin = run("--prefixes", str(tmp_path / "starts.en"))
+    assert stdin.returncode == 2 and b"--prefixes needs the lines to translate as TEXT or -i FILE" in stdin.stderr
 
 
 def test_cli_prefix_errors_are_one_line(fixture_bundle, monkeypatch):
