@@ -644,6 +644,20 @@ async def test_writing_in_the_translation_completes_that_line_from_the_cursor(st
 
 
 @run_async
+async def test_writing_in_the_translation_right_after_the_source_still_translates_the_source(stand_in):
+    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.2, direction=("de", None))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await paste(pilot, "Guten Morgen")
+        await settle(pilot)
+        await paste(pilot, " Welt")                         # its translation waits for the pause ...
+        app.query_one("#target", TextArea).insert("X")      # ... which writing in the translation restarts
+        await settle(pilot)
+        assert app.translator.calls[-1].texts == ["Guten Morgen Welt"]
+        assert app.target_text == fake("Guten Morgen Welt", "en")
+
+
+@run_async
 async def test_settings_errors_follow_the_inputs_on_show(stand_in):
     app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
     async with app.run_test(size=SIZE) as pilot:

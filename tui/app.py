@@ -224,6 +224,9 @@ class MTApp(App):
         outcome, target = self.outcome, self.editors.target
         if outcome is None or self.translator is None:
             return
+        if outcome.source != self.source_text:     # the source changed too: its translation comes first
+            self.translate_source()
+            return
         lines, shown = target.text.split("\n"), outcome.text.split("\n")
         if len(lines) != len(shown):
             self.errors.report("translation", "Keep one translation line per source line to have them completed "
