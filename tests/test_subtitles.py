@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
 from mtkit.runtime.cli import main
-from mtkit.runtime.subtitles import looks_like_subtitles, wrap
+from mtkit.runtime.subtitles import looks_like_subtitles, share, wrap
 
 GREEDY = {"from_lang": "de", "beam_size": 1}
 
@@ -42,6 +42,62 @@ def test_a_cue_never_gets_a_blank_line(fixture_translator):
     lines = out.split("\n")
     assert lines[:2] == document.split("\n")[:2] and "" not in lines[2:-1]
     assert " ".join(lines[2:-1]).split() == ENGLISH[6].split()
+
+
+def timed(*cues: tuple[float, float, str]) -> str:
+    """An SRT file of one-line cues at the given times (seconds)."""
+    def stamp(t):
+        return f"00:00:{int(t):02d},{round(t % 1 * 1000):03d}"
+    return "\n".join(f"{n}\n{stamp(a)} --> {stamp(b)}\n{text}\n" for n, (a, b, text) in enumerate(cues, start=1))
+
+
+def cue_texts(document: str) -> list[str]:
+    return [block.split("\n", 2)[2].replace("\n", " ").strip() for block in document.strip().split("\n\n")]
+
+
+@pytest.mark.parametrize("index", [i for i, g in enumerate(GERMAN) if len(g.split()) >= 6][:3])
+def test_a_sentence_cut_over_cues_is_translated_whole_and_shared_out_over_them(fixture_translator, index):
+    words = GERMAN[index].split()
+    third = max(len(words) // 3, 1)
+    cut = [" ".join(words[:third]), " ".join(words[third:2 * third]), " ".join(words[2 * third:])]
+    document = timed((1.0, 2.0, cut[0]), (2.1, 3.0, cut[1]), (3.5, 5.0, cut[2]))
+    texts = cue_texts(fixture_translator.translate_subtitles(document, **GREEDY))
+    assert " ".join(texts) == ENGLISH[index] and all(texts)
+    # Each cue's share is about its share of the source (a third here), never empty, in order.
+    assert all(len(t) <= len(ENGLISH[index]) * 0.6 for t in texts)
+
+
+def test_cues_are_not_joined_across_a_sentence_end_a_pause_dialogue_or_markup(fixture_translator):
+    half = lambda i: " ".join(GERMAN[i].split()[:2])              # noqa: E731  -- no sentence end
+    document = timed((1, 2, GERMAN[1]), (2.1, 3, GERMAN[2]),        # a sentence end
+                     (4, 5, half(3)), (7.5, 9, GERMAN[4]),          # a pause of 2.5 s
+                     (10, 11, half(5)), (11.1, 12, f"- {GERMAN[6]}"),                      # a new speaker
+                     (13, 14, half(7)), (14.1, 15, f"- {GERMAN[8]}\n- {GERMAN[9]}"),       # dialogue
+                     (16, 17, half(10)), (17.1, 18, f"<i>{GERMAN[11]}</i>"))               # markup
+    alone = [t.text for t in fixture_translator.translate([GERMAN[1], GERMAN[2], half(3), GERMAN[4], half(5),
+                                                           half(7), half(10)], **GREEDY)]
+    texts = cue_texts(fixture_translator.translate_subtitles(document, **GREEDY))
+    assert texts == [*alone[:5], f"- {ENGLISH[6]}", alone[5], f"- {ENGLISH[8]} - {ENGLISH[9]}", alone[6],
+                     f"<i>{ENGLISH[11]}</i>"]
+
+
+def test_a_group_whose_translation_is_too_short_to_share_is_translated_cue_by_cue(fixture_translator, monkeypatch):
+    from mtkit.runtime import subtitles
+    monkeypatch.setattr(subtitles, "share", lambda text, weights: None)
+    halves = [" ".join(GERMAN[0].split()[:2]), " ".join(GERMAN[0].split()[2:])]
+    texts = cue_texts(fixture_translator.translate_subtitles(timed((1, 2, halves[0]), (2.1, 3, halves[1])), **GREEDY))
+    assert texts == [t.text for t in fixture_translator.translate(halves, **GREEDY)]
+
+
+@pytest.mark.parametrize("text, weights, expected", [
+    ("one two three four", [1, 1], ["one two", "three four"]),
+    ("I saw a dog, and it ran away quickly", [1, 1], ["I saw a dog,", "and it ran away quickly"]),   # the comma
+    ("a b c", [1, 1, 1], ["a", "b", "c"]),
+    ("a b c d e f g h", [1, 3], ["a b", "c d e f g h"]),
+    ("a b", [1, 1, 1], None),
+])
+def test_share_cuts_between_words_by_weight(text, weights, expected):
+    assert share(text, weights) == expected
 
 
 @pytest.mark.parametrize("document", ["", "\n\n", "WEBVTT\n\nNOTE nothing to say\n",
@@ -93,3 +149,12 @@ def test_cli_notes_subtitles_given_as_text(model, tmp_path, capsys):
     source.write_text(srt([GERMAN[9]]), encoding="utf-8")
     code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "-i", str(source)], capsys)
     assert code == 0 and "--subtitles keeps their timings" in err
+
+
+def test_the_benchmark_cuts_each_sentence_over_two_cues(fixture_translator):
+    from mtkit.benchmarks.subtitle_cuts import cut_into_cues, score
+    document = cut_into_cues([GERMAN[0], GERMAN[1]])
+    assert looks_like_subtitles(document) and len(cue_texts(document)) == 4
+    assert " ".join(cue_texts(document)[:2]) == GERMAN[0]
+    scores = [score(fixture_translator, [GERMAN[0], GERMAN[1]], ENGLISH[:2], n) for n in (1, 4)]
+    assert all(0 <= s["bleu"] <= 100 and 0 <= s["chrf"] <= 100 for s in scores)

@@ -1,0 +1,76 @@
+"""Sentences that subtitles cut over two cues (runtime/subtitles.py): translated cue by cue, or joined
+into one sentence and shared out again over the cues, as `mt-translate --subtitles` now does.
+
+Each test sentence of 8 words or more (the first 400 of a set) becomes two cues, cut at its middle
+word, 0.1 s apart, with 3 s between sentences; the file goes through `Translator.translate_subtitles`,
+and each sentence's two cue texts, joined, are scored against the reference with sacreBLEU (BLEU and
+chrF, cased 13a). "each cue alone" translates with joining off (MOST_JOINED = 1), as before.
+
+    python -m mtkit.benchmarks.subtitle_cuts [--model DIR] [--data-dir DIR] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from pathlib import Path
+
+import sacrebleu
+
+from mtkit.runtime import Translator, subtitles
+from mtkit.runtime.data_dir import default_data_dir
+
+SETS = ["tatoeba/test", "multi30k/test_2016_flickr", "news/newstest2013"]
+
+
+def stamp(t: float) -> str:
+    return f"{int(t // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d},{round(t % 1 * 1000):03d}"
+
+
+def cut_into_cues(sentences: list[str]) -> str:
+    """An SRT file with each sentence cut over two cues at its middle word."""
+    blocks, t = [], 0.0
+    for sentence in sentences:
+        words = sentence.split()
+        for half in (" ".join(words[:len(words) // 2]), " ".join(words[len(words) // 2:])):
+            blocks.append(f"{len(blocks) + 1}\n{stamp(t)} --> {stamp(t + 2)}\n{half}\n")
+            t += 2.1
+        t += 3
+    return "\n".join(blocks)
+
+
+def score(translator, sentences: list[str], references: list[str], most_joined: int) -> dict:
+    saved, subtitles.MOST_JOINED = subtitles.MOST_JOINED, most_joined
+    try:
+        out = translator.translate_subtitles(cut_into_cues(sentences), from_lang="de")
+    finally:
+        subtitles.MOST_JOINED = saved
+    texts = [block.split("\n", 2)[2].replace("\n", " ").strip() for block in out.strip().split("\n\n")]
+    hypotheses = [f"{texts[2 * i]} {texts[2 * i + 1]}" for i in range(len(sentences))]
+    return {"bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=None, help="A bundle (default: the shipped model).")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None, help="Write the results as JSON here.")
+    args = parser.parse_args()
+    data = args.data_dir or default_data_dir()
+    translator = Translator(args.model)
+    results = {}
+    for name in SETS:
+        read = lambda side: gzip.open(data / f"{name}.{side}.gz", "rt", encoding="utf-8").read().splitlines()  # noqa: E731
+        pairs = [(s, r) for s, r in zip(read("de"), read("en")) if len(s.split()) >= 8][:400]
+        sentences, references = [s for s, _ in pairs], [r for _, r in pairs]
+        results[name] = {"sentences": len(pairs), "each cue alone": score(translator, sentences, references, 1),
+                         "joined": score(translator, sentences, references, subtitles.MOST_JOINED)}
+        print(name, json.dumps(results[name]))
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
