@@ -27,6 +27,7 @@ PROTECTED = re.compile("|".join([
     r"(?:https?://|ftp://|www\.)[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}»“”]",  # URL, without trailing punctuation
     r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}",                    # e-mail address
 ]))
+LIST_GAP = re.compile(r"[\s,;]*")           # between protected spans that make one list
 # Numbers are left to the model (it reads "am 3. Mai" better than a placeholder) and repaired after.
 NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:/-]\d+)*(?![\w-])")
 
@@ -101,7 +102,7 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
         return Masked(text)
     free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text))
     out, spans, last = [], [], 0
-    for start, end, replace, term in sorted(found, key=lambda f: f[:2]):
+    for start, end, replace, term in runs_of_spans(text, sorted(found, key=lambda f: f[:2])):
         placeholder = next(free, None) if replace else None
         if replace and placeholder is None:        # more spans than placeholders: the rest go to the model
             continue
@@ -115,6 +116,20 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
     for span in spans:
         span.position = min(span.position / n_words, 1.0)
     return Masked(masked, spans)
+
+
+def runs_of_spans(text: str, found: list[tuple]) -> list[tuple]:
+    """Protected spans (start, end, replace, term) with those next to each other (only spaces, commas or
+    semicolons between: a list of URLs or addresses) as one, which one placeholder stands for: fewer
+    names for the model to keep in order, and none run out."""
+    merged: list[tuple] = []
+    for span in found:
+        if (merged and span[2] and span[3] is None and merged[-1][2] and merged[-1][3] is None
+                and LIST_GAP.fullmatch(text[merged[-1][1]:span[0]])):
+            merged[-1] = (merged[-1][0], span[1], True, None)
+        else:
+            merged.append(span)
+    return merged
 
 
 def unmask(translation: str, spans: list[Span]) -> str:

@@ -34,6 +34,16 @@ def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
     assert -1 not in positions and positions == sorted(positions)
 
 
+def test_a_list_of_urls_or_addresses_is_one_span_however_long():
+    """Side by side (spaces, commas between) they stand behind one placeholder: the model cannot reorder
+    them, and there are never more spans than placeholders (past 16, the rest went to the model)."""
+    urls = " ".join(f"https://a.de/{i}" for i in range(20))
+    masked = mask(f"Siehe {urls} und a@b.de, c@d.de; e@f.de oder g@h.de.", lacks)
+    assert masked.text == "Siehe Tom und Peter oder Anna."
+    assert [s.original for s in masked.spans] == [urls, "a@b.de, c@d.de; e@f.de", "g@h.de"]
+    assert unmask("See Tom and Peter or Anna.", masked.spans) == f"See {urls} and a@b.de, c@d.de; e@f.de or g@h.de."
+
+
 def test_spans_go_back_in_place():
     masked = mask("Ich liebe Pizza 🍕 und Bier 🍺!", lacks)
     assert masked.text == "Ich liebe Pizza und Bier!"
