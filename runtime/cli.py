@@ -35,6 +35,7 @@ Examples:
   mt-translate --html -i page.de.html -o page.en.html
   mt-translate --subtitles -i film.de.srt -o film.en.srt
   mt-translate --markdown -i README.de.md -o README.en.md
+  mt-translate --paragraphs -i brief.txt                  # wrapped text: each paragraph as one
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -59,6 +60,9 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
                                                    "both ways.")
 @click.option("--subtitles", is_flag=True, help="The input is an SRT or WebVTT file (-i or stdin): each cue's text "
                                                "is translated; numbers, timings and layout are kept.")
+@click.option("--paragraphs", is_flag=True, help="The input is plain text in wrapped paragraphs (-i or stdin): each "
+                                                "paragraph is translated as one text and wrapped again as it "
+                                                "was.")
 @click.option("--markdown", is_flag=True, help="The input is Markdown (-i or stdin): its text is translated; code, "
                                               "links' targets and layout are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
@@ -68,14 +72,15 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, markdown, html, batch_size, list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, paragraphs, markdown, html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     if text and input_file:
         raise click.UsageError("give TEXT arguments or --input, not both")
     if options.return_alignment and fmt != "jsonl":
         raise click.UsageError("--alignment needs --format jsonl")
-    wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown)) if given]
+    wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
+                                       ("--paragraphs", paragraphs)) if given]
     whole = wholes[0] if wholes else None          # a document translated whole, not line by line
     if len(wholes) > 1:
         raise click.UsageError(f"{' and '.join(wholes)}: choose one")
@@ -160,7 +165,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     if whole:
         method = {"--html": functools.partial(translator.translate_html, split_sentences=not no_split),
-                  "--subtitles": translator.translate_subtitles, "--markdown": translator.translate_markdown}[whole]
+                  "--subtitles": translator.translate_subtitles, "--markdown": translator.translate_markdown,
+                  "--paragraphs": translator.translate_paragraphs}[whole]
 
         def translate_one(document: str) -> str:
             return method(document, to, options, from_lang=from_lang or "auto", glossary=glossary)

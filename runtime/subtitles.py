@@ -12,7 +12,7 @@ Subtitles cut sentences: "Ich habe gestern" in one cue, "einen Hund gesehen." in
 translated on their own read badly ("I have yesterday" / "a dog seen."), so cues that run on (no
 sentence end, and the next within JOIN_GAP seconds) are translated as one sentence, and the
 translation is shared out again over them in proportion to their source text, cut between words, at
-a comma where one is near (benchmarks/subtitle_cuts.py: on Tatoeba test sentences cut over two cues,
+a comma where one is near (benchmarks/cut_sentences.py: on Tatoeba test sentences cut over two cues,
 BLEU 23.3 -> 40.5 with the shipped model).
 """
 

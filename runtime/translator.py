@@ -497,6 +497,15 @@ class Translator:
         return self._document(markdown.translate_markdown, "document", document, to, options, from_lang, glossary,
                               **overrides)
 
+    def translate_paragraphs(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
+                             from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
+        """`document`, plain text in wrapped paragraphs, with each paragraph translated as one text and
+        wrapped again at its width and indentation; blank lines, list items and short lines kept as
+        lines (runtime/paragraphs.py). Options as for `translate`."""
+        from . import paragraphs
+        return self._document(paragraphs.translate_paragraphs, "document", document, to, options, from_lang, glossary,
+                              **overrides)
+
     def _document(self, translate, name: str, document: str, to, options, from_lang, glossary, **more) -> str:
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks
         `translate` makes: so a language the model lacks fails even for a document without words."""

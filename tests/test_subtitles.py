@@ -152,7 +152,7 @@ def test_cli_notes_subtitles_given_as_text(model, tmp_path, capsys):
 
 
 def test_the_benchmark_cuts_each_sentence_over_two_cues(fixture_translator):
-    from mtkit.benchmarks.subtitle_cuts import cut_into_cues, score
+    from mtkit.benchmarks.cut_sentences import cut_into_cues, subtitle_scores as score
     document = cut_into_cues([GERMAN[0], GERMAN[1]])
     assert looks_like_subtitles(document) and len(cue_texts(document)) == 4
     assert " ".join(cue_texts(document)[:2]) == GERMAN[0]
