@@ -22,6 +22,7 @@ from .cli_options import decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
+MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
 EPILOG = """\b
@@ -311,18 +312,25 @@ def write_output(output: str | None, write) -> None:
 
 
 def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
-    """--html, --subtitles and --markdown: each document (a page, a subtitle file) translated whole; the translator's
-    warnings said with the document they came from, whose sentences it counts as its texts."""
+    """--html, --subtitles, --markdown and --paragraphs: each document (a page, a subtitle file) translated
+    whole; the translator's warnings said with the document they came from, whose sentences it counts
+    as its texts, the first MOST_WARNINGS of them (a README in code and tables gave 40)."""
     import warnings
+
+    from .language_id import LanguageWarning
 
     for number, document in enumerate(documents, start=1):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = translate_one(document)
         where = f"document {number}" if len(documents) > 1 else "document"
-        for w in caught:
+        for w in caught[:MOST_WARNINGS]:
             message = re.sub(r"^text (\d+):", r"sentence \1:", str(w.message))
             print(f"{PROG}: warning: {where}: {message}", file=sys.stderr)
+        if len(caught) > MOST_WARNINGS:
+            advice = (" (--from LANG translates every sentence from LANG, without detecting it)"
+                      if any(issubclass(w.category, LanguageWarning) for w in caught) else "")
+            print(f"{PROG}: warning: {where}: {len(caught) - MOST_WARNINGS} more warnings{advice}", file=sys.stderr)
         out.write(result + ("\n" if newline else ""))
 
 

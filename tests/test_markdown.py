@@ -103,3 +103,18 @@ def test_cli_markdown(fixture_bundle, monkeypatch, tmp_path, capsys):
     assert (tmp_path / "README.en.md").read_bytes() == f"## {ENGLISH[14]}\r\n\r\n* {ENGLISH[15]}\r\n".encode()
     code, _, err = invoke(main, [*args, "# Hallo"], capsys)
     assert code == 2 and "--markdown reads a file" in err
+
+
+def test_cli_shows_a_documents_first_warnings_and_counts_the_rest(fixture_bundle, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    french = ["Le chat dort sur le canapé.", "Nous allons au marché demain.", "Il fait très beau aujourd'hui.",
+              "Elle lit un livre intéressant.", "Les enfants jouent dans le jardin.", "Je voudrais un café, s'il vous plaît.",
+              "Le train arrive à la gare.", "Où est la bibliothèque ?"]
+    source = tmp_path / "doc.md"
+    source.write_text("\n\n".join(french) + "\n", encoding="utf-8")
+    code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--markdown", "-i", str(source)],
+                          capsys)
+    lines = err.splitlines()
+    assert code == 0 and len(lines) == 6 and all("looks like fr" in line for line in lines[:5])
+    assert lines[5] == ("mt-translate: warning: document: 3 more warnings (--from LANG translates every sentence "
+                        "from LANG, without detecting it)")
