@@ -154,6 +154,11 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         elif input_file and input_file != "-":
             all_lines = read_lines(input_file, endings)
             lines, total = iter(all_lines), len(all_lines)
+            if not whole and not quiet:
+                from .paragraphs import looks_wrapped
+                if looks_wrapped(all_lines):
+                    print(f"{PROG}: note: the input looks like wrapped paragraphs, which line by line are translated "
+                          f"in pieces; --paragraphs translates each whole", file=sys.stderr)
         elif not whole and sys.stdin.isatty() and sys.stdout.isatty():
             lines = typed_lines()
         else:

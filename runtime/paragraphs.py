@@ -18,6 +18,7 @@ import textwrap
 LIST_ITEM = re.compile(r"\s*(?:[-*•·–]|\d{1,3}[.)])\s+")
 SHORT = 0.75                # a line shorter than this share of its block's widest ends its paragraph
 NARROW = 40                 # a block no wider than this is not wrapped prose (a greeting, an address): line by line
+SENTENCE_END = re.compile(r"""[.!?…:;"'»“”)]$""")
 
 
 def translate_paragraphs(translator, document: str, to=None, options=None, *, from_lang: str = "auto",
@@ -41,6 +42,15 @@ def translate_paragraphs(translator, document: str, to=None, options=None, *, fr
         newline = lines[a][len(bodies[0]):] or "\n"
         lines[a:b] = [line + newline for line in new[:-1]] + [new[-1] + ending]
     return "".join(lines)
+
+
+def looks_wrapped(lines: list[str]) -> bool:
+    """Whether text read line by line looks like wrapped paragraphs: lines that break off mid-sentence
+    (40 characters or more, no sentence end) with more text on the next line, at least twice and for
+    half of its lines that long (wrapped text breaks almost every one; one sentence a line, almost none)."""
+    broken = sum(1 for a, b in zip(lines, lines[1:]) if len(a) >= NARROW and not SENTENCE_END.search(a.rstrip())
+                 and b.strip())
+    return broken >= 2 and broken >= 0.5 * sum(1 for line in lines if len(line) >= NARROW)
 
 
 def _lead(line: str) -> str:

@@ -56,3 +56,22 @@ def test_cli_paragraphs(fixture_bundle, monkeypatch, tmp_path, capsys):
     assert code == 0 and err == "" and out == f"{ENGLISH[7]}\n\n{ENGLISH[8]}\n"
     code, _, err = invoke(main, ["--paragraphs", "--markdown", "-i", str(source)], capsys)
     assert code == 2 and "--markdown and --paragraphs: choose one" in err
+
+
+def test_wrapped_text_is_told_apart_from_one_sentence_a_line():
+    from mtkit.runtime.paragraphs import looks_wrapped
+    text = " ".join(GERMAN[20:40])
+    assert looks_wrapped(textwrap.wrap(text, 60))
+    assert not looks_wrapped(GERMAN[20:40])
+    assert not looks_wrapped(textwrap.wrap(GERMAN[20], 60))          # a break or none: not enough to tell
+
+
+def test_plain_mt_translate_notes_wrapped_input(fixture_bundle, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    source = tmp_path / "brief.txt"
+    source.write_text("\n".join(textwrap.wrap(" ".join(GERMAN[20:40]), 60)) + "\n", encoding="utf-8")
+    args = ["--threads", str(ORT_THREADS), "--from", "de", "--beam-size", "1", "-i", str(source)]
+    code, _, err = invoke(main, args, capsys)
+    assert code == 0 and err == ("mt-translate: note: the input looks like wrapped paragraphs, which line by line are "
+                                 "translated in pieces; --paragraphs translates each whole\n")
+    assert invoke(main, [*args, "-q"], capsys)[2] == ""
