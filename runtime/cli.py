@@ -76,26 +76,10 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
          prefixes, glossary, subtitles, paragraphs, markdown, html, batch_size, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
-    if text and input_file:
-        raise click.UsageError("give TEXT arguments or --input, not both")
-    if options.return_alignment and fmt != "jsonl":
-        raise click.UsageError("--alignment needs --format jsonl")
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
                                        ("--paragraphs", paragraphs)) if given]
     whole = wholes[0] if wholes else None          # a document translated whole, not line by line
-    if len(wholes) > 1:
-        raise click.UsageError(f"{' and '.join(wholes)}: choose one")
-    if whole and (fmt != "text" or options.num_hypotheses > 1):
-        raise click.UsageError(f"{whole} writes the translated file: it takes neither --format jsonl nor --n-best")
-    starting = "--prefix" if prefix is not None else "--prefixes" if prefixes else None
-    if prefix is not None and prefixes:
-        raise click.UsageError("--prefix and --prefixes: choose one")
-    if whole and starting:
-        raise click.UsageError(f"{starting} starts the translation of a line: {whole} translates a whole document")
-    if prefixes and not (text or (input_file and input_file != "-")):
-        raise click.UsageError("--prefixes needs the lines to translate as TEXT or -i FILE, to match its lines to")
-    if whole and whole != "--html" and text:
-        raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
+    check_usage(text, input_file, fmt, options, wholes, prefix, prefixes)
 
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
 
@@ -222,6 +206,28 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                 progress.stop()
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
+
+
+def check_usage(text, input_file, fmt, options, wholes: list[str], prefix, prefixes) -> None:
+    """A UsageError for flags that do not go together, before anything loads."""
+    whole = wholes[0] if wholes else None
+    if text and input_file:
+        raise click.UsageError("give TEXT arguments or --input, not both")
+    if options.return_alignment and fmt != "jsonl":
+        raise click.UsageError("--alignment needs --format jsonl")
+    if len(wholes) > 1:
+        raise click.UsageError(f"{' and '.join(wholes)}: choose one")
+    if whole and (fmt != "text" or options.num_hypotheses > 1):
+        raise click.UsageError(f"{whole} writes the translated file: it takes neither --format jsonl nor --n-best")
+    if prefix is not None and prefixes:
+        raise click.UsageError("--prefix and --prefixes: choose one")
+    if whole and (prefix is not None or prefixes):
+        starting = "--prefix" if prefix is not None else "--prefixes"
+        raise click.UsageError(f"{starting} starts the translation of a line: {whole} translates a whole document")
+    if prefixes and not (text or (input_file and input_file != "-")):
+        raise click.UsageError("--prefixes needs the lines to translate as TEXT or -i FILE, to match its lines to")
+    if whole and whole != "--html" and text:
+        raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
 
 
 def write_resumable(output: str, job: dict, write_all, total: int, quiet: bool) -> None:
