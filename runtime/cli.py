@@ -46,7 +46,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @model_options
 @click.option("-i", "--input", "input_file", metavar="FILE", help="Input file, one text per line ('-' = stdin).")
 @click.option("-o", "--output", metavar="FILE", help="Output file, written whole or not at all; gzip if it ends in .gz "
-                                                    "(default: stdout).")
+                                                    "(default: stdout). With -i, an interrupted run keeps its lines "
+                                                    "done, and the same command goes on after them.")
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True,
               help="text: one line per input (n-best tab-separated); jsonl: scores, tokens, n-best, timings.")
 @decoding_options()
