@@ -87,11 +87,20 @@ def _relabel(raw: str, language: str) -> str:
 # ----- reading: events, then blocks --------------------------------------------------------------
 
 class _Reader(HTMLParser):
-    """Every piece of the page, in order, as (kind, tag, raw text, attributes): nothing is dropped."""
+    """Every piece of the page, in order, as (kind, tag, raw text, attributes): nothing is dropped, and
+    end tags and references come back as written ("</P>", "&nbsp" without its semicolon)."""
 
-    def __init__(self):
+    def __init__(self, page: str):
         super().__init__(convert_charrefs=False)
+        self.page = page
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", page)]
         self.events: list[tuple[str, str, str, dict]] = []
+
+    def _written(self, pattern: re.Pattern, fallback: str) -> str:
+        """The page's own text of the construct being read (HTMLParser passes only its parts)."""
+        line, column = self.getpos()
+        found = pattern.match(self.page, self.line_starts[line - 1] + column)
+        return found.group() if found else fallback
 
     def handle_starttag(self, tag, attrs):
         self.events.append(("void" if tag in VOID else "start", tag, self.get_starttag_text(), dict(attrs)))
@@ -100,16 +109,16 @@ class _Reader(HTMLParser):
         self.events.append(("void", tag, self.get_starttag_text(), dict(attrs)))
 
     def handle_endtag(self, tag):
-        self.events.append(("end", tag, f"</{tag}>", {}))
+        self.events.append(("end", tag, self._written(END_TAG, f"</{tag}>"), {}))
 
     def handle_data(self, data):
         self.events.append(("text", "", data, {}))
 
     def handle_entityref(self, name):
-        self.events.append(("text", "", f"&{name};", {}))
+        self.events.append(("text", "", self._written(REFERENCE, f"&{name};"), {}))
 
     def handle_charref(self, name):
-        self.events.append(("text", "", f"&#{name};", {}))
+        self.events.append(("text", "", self._written(REFERENCE, f"&#{name};"), {}))
 
     def handle_comment(self, data):
         self.events.append(("other", "", f"<!--{data}-->", {}))
@@ -125,8 +134,12 @@ class _Reader(HTMLParser):
         self.events.append(("other", "", f"<![{data}{close}", {}))
 
 
+END_TAG = re.compile(r"</[^>]*>")
+REFERENCE = re.compile(r"&#?[\w]+;?")
+
+
 def _events(page: str) -> list[tuple[str, str, str, dict]]:
-    reader = _Reader()
+    reader = _Reader(page)
     reader.feed(page)
     reader.close()
     return reader.events

@@ -89,6 +89,12 @@ def test_verbatim_parts_are_kept_byte_for_byte(fixture_translator):
     assert out == f"<p>{ENGLISH[0]}</p>" + "".join(kept) + f"<p>{ENGLISH[1]}</p>"
 
 
+def test_end_tags_and_references_come_back_as_written(fixture_translator):
+    page = f'<P>{GERMAN[0]}</P >\n<DIV>&nbsp<BR>&#160</Div>\n<Ul><Li>{GERMAN[1]}</LI></Ul>'
+    out = fixture_translator.translate_html(page, **GREEDY)
+    assert out == f'<P>{ENGLISH[0]}</P >\n<DIV>&nbsp<BR>&#160</Div>\n<Ul><Li>{ENGLISH[1]}</LI></Ul>'
+
+
 def test_a_pages_own_backtick_number_is_not_taken_for_an_element():
     """Inline elements travel through the model as `k`; a `0` written in the page travels the same way,
     as itself, so that it cannot stand for (or swap places with) element 0."""
