@@ -5,7 +5,9 @@ lines are written to `.NAME.partial` beside it, and a description of the job (it
 options) to `.NAME.partial.json`. When the job is interrupted (Ctrl-C, SIGTERM, an error), both stay,
 and the same job started again keeps the lines done and goes on after them: an hour of translation is
 not lost to a Ctrl-C. Another job writing to the same name starts afresh. Only whole lines count, so
-even a job killed outright (SIGKILL, a power cut) resumes from its last flushed line.
+even a job killed outright (SIGKILL, a power cut) resumes from its last flushed line. While a run
+writes, it holds a lock on the job's description (POSIX `flock`), so that a second run on the same
+file stops at once instead of writing into the first one's lines (Windows has no such lock here).
 """
 
 from __future__ import annotations
@@ -40,11 +42,11 @@ def partial_paths(path: Path) -> tuple[Path, Path]:
     return target.with_name(f".{target.name}.partial"), target.with_name(f".{target.name}.partial.json")
 
 
-def kept_lines(partial: Path, record: Path, job: dict, gz: bool) -> list[str]:
-    """The whole lines an earlier run of `job` left in `partial` (gzip-compressed if `gz`): none if it was
-    another job's, or unreadable."""
+def kept_lines(partial: Path, earlier: str, job: dict, gz: bool) -> list[str]:
+    """The whole lines an earlier run of `job` (`earlier`: the description it left) left in `partial`
+    (gzip-compressed if `gz`): none if it was another job's, or unreadable."""
     try:
-        if json.loads(record.read_text(encoding="utf-8")) != job:
+        if json.loads(earlier) != job:
             return []
         data = read_partial(partial, gz)
     except (OSError, ValueError):
@@ -84,26 +86,50 @@ def resumable_output(path: str | Path, job: dict):
             yield ResumableOutput(f, 0, None)
         return
     partial, record = partial_paths(path)
-    kept = kept_lines(partial, record, job, is_gzip(path))
     try:
-        raw = open(partial, "wb")               # the kept lines are written again: a clean file to go on in
-        record.write_text(json.dumps(job, sort_keys=True), encoding="utf-8")
+        description = open(record, "a+", encoding="utf-8")     # held, and locked, until the end
     except OSError as e:
         raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-    out = ResumableOutput(None, len(kept), partial)
-    try:
-        with raw, text_writer(raw, path) as f:
-            f.writelines(kept)
-            out.file = f
-            yield out
+    with description:
+        if not locked(description):
+            raise InputError(f"{path}: another run is writing it (its lines go to {partial}); wait for it to end")
+        description.seek(0)
+        kept = kept_lines(partial, description.read(), job, is_gzip(path))
         try:
-            os.replace(partial, os.path.realpath(path))
+            raw = open(partial, "wb")           # the kept lines are written again: a clean file to go on in
+            description.seek(0)
+            description.truncate()
+            description.write(json.dumps(job, sort_keys=True))
+            description.flush()
         except OSError as e:
             raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-        record.unlink(missing_ok=True)
-    except BaseException:
-        if out.lines == 0:                      # nothing to go on from
-            with contextlib.suppress(OSError):
-                partial.unlink()
-                record.unlink()
-        raise
+        out = ResumableOutput(None, len(kept), partial)
+        try:
+            with raw, text_writer(raw, path) as f:
+                f.writelines(kept)
+                out.file = f
+                yield out
+            try:
+                os.replace(partial, os.path.realpath(path))
+            except OSError as e:
+                raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+            record.unlink(missing_ok=True)
+        except BaseException:
+            if out.lines == 0:                  # nothing to go on from
+                with contextlib.suppress(OSError):
+                    partial.unlink()
+                    record.unlink()
+            raise
+
+
+def locked(file) -> bool:
+    """Whether this process now holds the only lock on `file` (POSIX flock; True where there is none)."""
+    try:
+        import fcntl
+    except ImportError:                         # Windows
+        return True
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True

@@ -98,3 +98,17 @@ def test_a_fifo_is_written_into_with_nothing_to_resume(tmp_path):
         out.write("one\n")
     reader.join(10)
     assert got == ["one\n"] and sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock is POSIX")
+def test_a_second_run_on_the_same_file_stops_at_once_and_harms_nothing(tmp_path):
+    from mtkit.runtime.text_io import InputError
+    path = tmp_path / "out.txt"
+    with resumable_output(path, JOB) as out:
+        out.write("one\n")
+        out.flush()
+        with pytest.raises(InputError, match="another run is writing it"):
+            with resumable_output(path, JOB):
+                pass
+        out.write("two\n")
+    assert path.read_text() == "one\ntwo\n" and sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
