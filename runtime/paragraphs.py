@@ -25,21 +25,21 @@ def translate_paragraphs(translator, document: str, to=None, options=None, *, fr
                          glossary=None, **overrides) -> str:
     """`document` with each paragraph translated as one text and wrapped again as it was."""
     lines = document.splitlines(keepends=True)
-    paragraphs = _paragraphs([line.rstrip("\r\n") for line in lines])
-    leads = [_lead(lines[a]) for a, _, _ in paragraphs]           # indentation, or a list item's marker: kept
-    texts = [" ".join([lines[a][len(lead):].strip(), *(lines[i].strip() for i in range(a + 1, b))]).strip()
+    bodies = [line.rstrip("\r\n") for line in lines]
+    paragraphs = _paragraphs(bodies)
+    leads = [_lead(bodies[a]) for a, _, _ in paragraphs]          # indentation, or a list item's marker: kept
+    texts = [" ".join([bodies[a][len(lead):].strip(), *(bodies[i].strip() for i in range(a + 1, b))]).strip()
              for (a, b, _), lead in zip(paragraphs, leads)]
     translations = translator.translate(texts, to, options, from_lang=from_lang, glossary=glossary, **overrides)
     for (a, b, width), indent, translation in reversed(list(zip(paragraphs, leads, translations))):
-        bodies = [line.rstrip("\r\n") for line in lines[a:b]]
         if b - a == 1:
             new = [indent + translation.text]
         else:
-            after = bodies[1][:len(bodies[1]) - len(bodies[1].lstrip())]
+            after = bodies[a + 1][:len(bodies[a + 1]) - len(bodies[a + 1].lstrip())]
             new = textwrap.wrap(translation.text, width, initial_indent=indent, subsequent_indent=after,
                                 break_long_words=False, break_on_hyphens=False) or [indent]
-        ending = lines[b - 1][len(bodies[-1]):]               # the last line's ending ("" at the end of a file)
-        newline = lines[a][len(bodies[0]):] or "\n"
+        ending = lines[b - 1][len(bodies[b - 1]):]            # the last line's ending ("" at the end of a file)
+        newline = lines[a][len(bodies[a]):] or "\n"
         lines[a:b] = [line + newline for line in new[:-1]] + [new[-1] + ending]
     return "".join(lines)
 

@@ -35,6 +35,7 @@ def test_narrow_blocks_and_list_items_keep_their_lines(fixture_translator):
     assert fixture_translator.translate_paragraphs("", **GREEDY) == ""
     assert fixture_translator.translate_paragraphs("\n\n", **GREEDY) == "\n\n"
     assert fixture_translator.translate_paragraphs(GERMAN[6], **GREEDY) == ENGLISH[6]       # no final newline
+    assert fixture_translator.translate_paragraphs("- \n\n", **GREEDY) == "- \n\n"          # an empty list item
 
 
 @pytest.mark.parametrize("bodies, expected", [
