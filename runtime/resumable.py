@@ -90,7 +90,16 @@ def resumable_output(path: str | Path, job: dict):
         description = open(record, "a+", encoding="utf-8")     # held, and locked, until the end
     except OSError as e:
         raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-    with description:
+    done = False                # the job is over: its description goes, once closed (Windows deletes no open file)
+
+    def forget() -> None:
+        if done:
+            with contextlib.suppress(OSError):
+                record.unlink()
+
+    with contextlib.ExitStack() as after:
+        after.callback(forget)
+        after.enter_context(description)
         if not locked(description):
             raise InputError(f"{path}: another run is writing it (its lines go to {partial}); wait for it to end")
         description.seek(0)
@@ -113,12 +122,12 @@ def resumable_output(path: str | Path, job: dict):
                 os.replace(partial, os.path.realpath(path))
             except OSError as e:
                 raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-            record.unlink(missing_ok=True)
+            done = True
         except BaseException:
             if out.lines == 0:                  # nothing to go on from
                 with contextlib.suppress(OSError):
                     partial.unlink()
-                    record.unlink()
+                done = True
             raise
 
 
