@@ -40,9 +40,11 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
               help="Requests translated at once (one already uses every thread).")
 @click.option("--queue", type=click.IntRange(min=0), default=32, show_default=True, metavar="N",
               help="Requests that may wait for their turn; more get 503 (busy) with Retry-After.")
+@click.option("--cache", type=click.IntRange(min=0), default=2000, show_default=True, metavar="N",
+              help="Answers kept for the last N texts asked for, given again at once (0: none).")
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options(exclude=("num_hypotheses", "return_alignment"))     # per request: "alternatives"
-def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, concurrency, queue, quiet,
+def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, concurrency, queue, cache, quiet,
          options) -> None:
     """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages."""
     import warnings
@@ -62,7 +64,7 @@ def main(model, provider, variant, threads, host, port, char_limit, glossary, co
     except TranslationError as e:
         raise CommandError(str(e)) from None
     try:
-        service = Service(translator, options, char_limit, cors, glossary, concurrency, queue)
+        service = Service(translator, options, char_limit, cors, glossary, concurrency, queue, cache)
         server = make_server(service, host, port, quiet=quiet)
     except OSError as e:
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None

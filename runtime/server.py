@@ -13,7 +13,8 @@ Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over th
 and {"error": "..."}. One Translator serves every request. Requests are read in threads, but only
 `concurrency` translate at once (one already keeps every core busy); up to `queue` more wait their
 turn, and past that a request gets 503 with Retry-After, so that a burst of clients slows the
-server down instead of running it out of memory. `api_key` is accepted and
+server down instead of running it out of memory. The answer to each text is kept (the last `cache`
+texts asked for), so a page or an app asking for the same strings again is answered at once. `api_key` is accepted and
 ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
 may call it from another origin only when `cors` names that origin (or "*").
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +33,7 @@ from . import language_id
 from .decode_options import DecodeOptions
 from .errors import TranslationError
 from .markup import translate_fragments
+from .translator import prefixes_for
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "bg": "Bulgarian", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek", "en": "English",
@@ -73,6 +76,29 @@ class Admission:
                 self.inside -= 1
 
 
+class AnswerCache:
+    """The answers to the last `size` texts asked for, by everything that decides them (0: none kept)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._answers: OrderedDict[tuple, dict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> dict | None:
+        with self._lock:
+            if key in self._answers:
+                self._answers.move_to_end(key)
+                return self._answers[key]
+        return None
+
+    def put(self, key: tuple, answer: dict) -> None:
+        with self._lock:
+            self._answers[key] = answer
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+
+
 @dataclass
 class Service:
     """What the endpoints do, apart from HTTP: one Translator, the decoding options every request
@@ -85,10 +111,13 @@ class Service:
     glossary: object = None          # a runtime.glossary.Glossary applied to every request
     concurrency: int = 1             # translations at once
     queue: int = 32                  # requests that may wait for their turn
+    cache: int = 2000                # texts whose answers are kept
     admission: Admission = field(init=False, repr=False)
+    answers: AnswerCache = field(init=False, repr=False)
 
     def __post_init__(self):
         self.admission = Admission(self.concurrency, self.queue)
+        self.answers = AnswerCache(self.cache)
 
     def languages(self) -> list[dict]:
         t = self.translator
@@ -124,11 +153,22 @@ class Service:
         if alternatives:            # an n-best list needs a beam at least that wide (or sampling's draws)
             wider = {} if options.sampling else {"beam_size": max(options.beam_size, alternatives + 1)}
             options = replace(options, num_hypotheses=alternatives + 1, **wider)
-        with self.admission.turn():
-            answer = self._translated(texts, target, source, fmt, options, alternatives, prefix)
+        try:
+            prefixes = prefixes_for(prefix, len(texts))
+        except TranslationError as e:
+            raise RequestError(400, str(e)) from None
+        keys = [(text, start, source, target, fmt, alternatives) for text, start in zip(texts, prefixes)]
+        found = [self.answers.get(key) for key in keys]
+        if missing := [i for i, answer in enumerate(found) if answer is None]:
+            with self.admission.turn():
+                new = self._translated([texts[i] for i in missing], target, source, fmt, options, alternatives,
+                                       [prefixes[i] for i in missing] if prefix is not None else None)
+            for n, i in enumerate(missing):
+                found[i] = {name: values[n] for name, values in new.items()}
+                self.answers.put(keys[i], found[i])
         if isinstance(params.get("q"), str):                  # one text in, one out, as LibreTranslate answers
-            return {key: value[0] for key, value in answer.items()}
-        return answer
+            return found[0]
+        return {name: [answer[name] for answer in found] for name in found[0]}
 
     def _translated(self, texts: list[str], target: str, source: str, fmt: str, options: DecodeOptions,
                     alternatives: int, prefix=None) -> dict:

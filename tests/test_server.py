@@ -176,6 +176,30 @@ def test_translations_take_turns_and_a_full_queue_is_told_to_retry(fixture_bundl
         server.server_close()
 
 
+def test_answers_are_kept_and_given_again_without_translating(fixture_bundle):
+    from mtkit.runtime import Translator
+    gated = Gated(Translator(fixture_bundle, variant="fp32", threads=1))
+    gated.gate.set()
+    server = make_server(Service(gated, DecodeOptions(beam_size=1), cache=3), port=0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def ask(q, **more):
+        status, answer = call(url, "/translate", {"q": q, "source": "de", "target": "en", **more})
+        assert status == 200
+        return answer["translatedText"]
+
+    try:
+        assert ask(GERMAN[:2]) == ENGLISH[:2] and gated.calls == 1
+        assert ask(GERMAN[:2]) == ENGLISH[:2] and ask(GERMAN[1]) == ENGLISH[1] and gated.calls == 1
+        assert ask(GERMAN[1:3]) == ENGLISH[1:3] and gated.calls == 2          # only GERMAN[2] was translated
+        assert ask(GERMAN[1], prefix="It").startswith("It") and gated.calls == 3    # another start: another answer
+        assert ask(GERMAN[0]) == ENGLISH[0] and gated.calls == 4             # the oldest of 3 was let go
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_mt_serve_runs_until_terminated(fixture_bundle, tmp_path):
     binary = Path(sys.executable).parent / "mt-serve"
     process = subprocess.Popen([str(binary), "-m", str(fixture_bundle), "--port", "0", "--greedy", "-q", "--threads", "1"],
