@@ -79,8 +79,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
                                        ("--paragraphs", paragraphs)) if given]
-    whole = wholes[0] if wholes else None          # a document translated whole, not line by line
-    check_usage(text, input_file, fmt, options, wholes, prefix, prefixes)
+    whole = check_usage(text, input_file, fmt, options, wholes, prefix, prefixes)   # a document translated whole
 
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
 
@@ -209,8 +208,9 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise CommandError(str(e)) from None
 
 
-def check_usage(text, input_file, fmt, options, wholes: list[str], prefix, prefixes) -> None:
-    """A UsageError for flags that do not go together, before anything loads."""
+def check_usage(text, input_file, fmt, options, wholes: list[str], prefix, prefixes) -> str | None:
+    """A UsageError for flags that do not go together, before anything loads; else the document flag
+    given (--html, ...), if any."""
     whole = wholes[0] if wholes else None
     if text and input_file:
         raise click.UsageError("give TEXT arguments or --input, not both")
@@ -229,6 +229,7 @@ def check_usage(text, input_file, fmt, options, wholes: list[str], prefix, prefi
         raise click.UsageError("--prefixes needs the lines to translate as TEXT or -i FILE, to match its lines to")
     if whole and whole != "--html" and text:
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
+    return whole
 
 
 def write_resumable(output: str, job: dict, write_all, total: int, quiet: bool) -> None:

@@ -176,8 +176,9 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
     step = 0
     while active.size:
         step += 1
-        bans = lambda: banned_tokens([histories[i] for i in active], opts, pieces)   # noqa: E731
-        allows = prefixes and allowed_rows([prefixes[i] for i in active], [histories[i] for i in active], pieces)
+        so_far = [histories[i] for i in active]        # each state row's tokens so far
+        bans = lambda: banned_tokens(so_far, opts, pieces)   # noqa: E731
+        allows = prefixes and allowed_rows([prefixes[i] for i in active], so_far, pieces)
         if pick is None:
             ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans, allows)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
@@ -264,10 +265,10 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
     step = 0
     while active.size:
         step += 1
-        allows = prefixes and allowed_rows([prefixes[s] for s in active for _ in range(k)],
-                                           [beam_tokens[s][b] for s in active for b in range(k)], pieces)
-        ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts, lambda: banned_tokens(
-            [beam_tokens[s][b] for s in active for b in range(k)], opts, pieces), allows)
+        so_far = [beam_tokens[s][b] for s in active for b in range(k)]   # each state row's tokens so far
+        allows = prefixes and allowed_rows([prefixes[s] for s in active for _ in range(k)], so_far, pieces)
+        ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts,
+                                           lambda: banned_tokens(so_far, opts, pieces), allows)
         # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
         cand_beams, cand_tokens, cand_scores = (c.tolist() for c in best_candidates(beam_scores, ids, logp, 2 * k))
 

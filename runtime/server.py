@@ -162,7 +162,7 @@ class Service:
         if missing := [i for i, answer in enumerate(found) if answer is None]:
             with self.admission.turn():
                 new = self._translated([texts[i] for i in missing], target, source, fmt, options, alternatives,
-                                       [prefixes[i] for i in missing] if prefix is not None else None)
+                                       [prefixes[i] for i in missing])
             for n, i in enumerate(missing):
                 found[i] = {name: values[n] for name, values in new.items()}
                 self.answers.put(keys[i], found[i])

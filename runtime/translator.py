@@ -117,6 +117,7 @@ class _Segment:
     kept: str = ""                                     # the sentence itself, when not translated
     masked: Masked | None = None                       # what the model saw, with the spans to put back
     prefix: str = ""                                   # what its translation must start with, as given
+    written: str = ""                                  # that prefix as the model's pieces spell it
 
 
 def as_texts(texts: Iterable[str] | str) -> Iterable[str]:
@@ -563,7 +564,7 @@ class Translator:
                 if core:
                     language = self.source_language(plain, to, from_lang)    # detected on the text as written
                     if prefix_text:          # the user wants it translated: they began its translation
-                        segments[-1].prefix = prefix_text
+                        segments[-1].prefix, segments[-1].written = prefix_text, self._written(prefix_text)
                         if not language.translated:
                             language = replace(language, translated=True, warning=None)
                     text_languages[i].append(language)
@@ -691,7 +692,7 @@ class Translator:
                 words = [self.tokenizer.decode(chosen[p].tokens).strip() for p in seg.parts]
                 body = " ".join(w for w in words if w)
                 if seg.prefix:
-                    body = restore_after(seg.prefix, self._written(seg.prefix), body, seg.masked)
+                    body = restore_after(seg.prefix, seg.written, body, seg.masked)
                 else:
                     body = seg.kept or restore(body, seg.masked)
                 out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
