@@ -85,4 +85,5 @@ def test_numbers_urls_and_code_come_through_verbatim(translator, source, to, ver
 def test_a_name_is_not_turned_into_a_number(translator):
     [tr] = translator.translate("Der Zug nach München hat heute wegen eines Signalfehlers zwanzig Minuten "
                                 "Verspätung.", to="en")
-    assert ("München" in tr.text or "Munich" in tr.text) and not re.search(r"\d", tr.text)
+    # "zwanzig" may come out as "20"; no other number may (an older model wrote "after 2006" for München).
+    assert ("München" in tr.text or "Munich" in tr.text) and set(re.findall(r"\d+", tr.text)) <= {"20"}, tr.text

@@ -43,9 +43,9 @@ def test_shipped_bundle_is_small_and_int8(shipped, translator):
     config = BundleConfig.load(shipped)
     entry = config.variants["int8"]
     weights = [shipped / name for name in (*bf.variant_graphs("int8", entry), *bf.variant_data(entry))]
-    # CTranslate2's int8 conversion of the same weights is 10.92 MiB (benchmarks/results/); ours
-    # stores the tied vocabulary table once for both graphs.
-    assert sum(p.stat().st_size for p in weights) <= 10.92 * 2**20
+    # CTranslate2's int8 conversion of the same weights is 17.54 MiB (its model.bin); ours stores the
+    # tied vocabulary table once for both graphs. Issue 18's edge budget is 25 MB for the int8 bundle.
+    assert sum(p.stat().st_size for p in weights) <= 17.54 * 2**20
     models = shipped.parent
     assert sum(p.stat().st_size for p in models.rglob("*") if p.is_file()) <= 60 * 1024 * 1024
     assert translator.variant == "int8"
