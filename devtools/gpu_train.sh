@@ -3,6 +3,8 @@
 # lacks, train for at most SECONDS (then mt-train's own SIGINT handling saves last.pt), and put the
 # run's log, metrics and fp16 weights under $OUT in parts under the 16 MiB a returned file may have.
 #   bash devtools/gpu_train.sh SECONDS [CONFIG] [EPOCHS] [mt-train options, e.g. --set optim.max_tokens=16384]
+# SECONDS 0 only installs and unpacks: the first of two calls when the tree and .gpu/ together pass
+# the 64 MiB a call carries (the runbook's slim tree).
 # The first call starts from the shipped weights (or .gpu/init.pt when present, or the shipped weights
 # grown by mt-grow with GROW="--ffn-dim 2048", say); later calls on the same warm machine resume
 # runs/gpu. The corpora come from .gpu/data.tar.xz (devtools/gpu_prepare.sh), unpacked once.
@@ -27,6 +29,11 @@ if [[ ! -d .gpu/data ]]; then
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+lscpu | grep -E 'Model name|avx512f' | cut -c1-120 || true
+if [[ "$seconds" == 0 ]]; then
+    echo "set up only (SECONDS 0): installed and unpacked; the next call trains"
+    exit 0
+fi
 
 export MT_DATA_DIR="$PWD/.gpu/data" PYTHONUNBUFFERED=1
 if [[ -f runs/gpu/checkpoints/last.pt ]]; then
