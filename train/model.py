@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from mtkit.runtime.vocab import PAD_ID
 
@@ -74,11 +75,20 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(b, length, h * dh)
 
 
+# Masked attention goes to cuDNN first on CUDA (torch 2.11, sm_90+), and cuDNN builds a plan for every new
+# shape: length-bucketed batches and a growing KV cache make nearly every call new, and the first epoch on
+# an H200 ran at a tenth of the later ones' speed. Flash and memory-efficient attention need no plans.
+PLANLESS_CUDA_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
 def attend(q, k, v, mask, dropout_p: float) -> torch.Tensor:
     if q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
         # bf16 attention backward is ~3x slower than fp32 on CPU: keep attention in fp32, matmuls in bf16.
         with torch.autocast("cpu", enabled=False):
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p)
+    if q.is_cuda:
+        with sdpa_kernel(PLANLESS_CUDA_ATTENTION):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 

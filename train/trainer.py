@@ -49,10 +49,6 @@ class Trainer:
         if torch.cuda.is_available():
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
             torch.cuda.set_device(self.device)
-            # Masked attention goes to cuDNN first (torch 2.11, sm_90+), which builds a plan for every new
-            # batch shape; length bucketing makes nearly every batch new, and the first epoch on an H200
-            # ran at a tenth of the later ones' speed. Flash / memory-efficient attention need no plans.
-            torch.backends.cuda.enable_cudnn_sdp(False)
         else:
             self.device = torch.device("cpu")
         precision = self.optim_cfg.precision
