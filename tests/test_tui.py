@@ -13,6 +13,7 @@ timings.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import io
@@ -65,6 +66,16 @@ async def settle(pilot) -> None:
     await app.workers.wait_for_complete()
     await pilot.pause()
     assert not app.busy
+
+
+@contextlib.asynccontextmanager
+async def running_app(size=SIZE, **kwargs):
+    """MTApp under the Pilot at `size`, settled (its model loaded, or failed to); by default on the
+    stand-in, on CPU, with a short debounce: kwargs override these or add other MTApp arguments."""
+    app = MTApp(**{"model_path": STAND_IN, "provider": "cpu", "debounce": 0.05, **kwargs})
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        yield app, pilot
 
 
 async def type_text(pilot, text: str) -> None:
@@ -188,9 +199,7 @@ def stand_in(monkeypatch):
 @run_async
 async def test_typing_translates_once_after_the_pause(stand_in):
     # Every key restarts the debounce timer: typing translates once, after the last key.
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=1.0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(debounce=1.0) as (app, pilot):
         translator = app.translator
         assert isinstance(translator, StandIn) and stand_in.loads == [(STAND_IN, "cpu")]
         # No --from: the source language is detected (from_lang "auto"), as by mt-translate.
@@ -215,9 +224,7 @@ async def test_typing_translates_once_after_the_pause(stand_in):
 @run_async
 async def test_translate_key_and_stale_results(stand_in):
     # A debounce far beyond the test: only F5 can translate.
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=600)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(debounce=600) as (app, pilot):
         translator = app.translator
         await paste(pilot, "Hallo Welt")
         assert app.target_text == "" and app.busy and translator.calls == []   # waiting on the timer
@@ -249,9 +256,7 @@ async def test_translate_key_and_stale_results(stand_in):
 
 @run_async
 async def test_direction_switch(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("de", None))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(direction=("de", None)) as (app, pilot):
         translator = app.translator
         assert app.directions == [("auto", "en"), ("auto", "de"), ("de", "en"), ("en", "de")]
         assert app.direction == ("de", "en")
@@ -278,9 +283,7 @@ async def test_direction_switch(stand_in):
 
 @run_async
 async def test_history_restores(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         translator = app.translator
         await paste(pilot, "Tom ist hier.")
         await settle(pilot)
@@ -316,9 +319,7 @@ async def test_bad_bundle_shows_error(tmp_path):
     broken.mkdir()
     (broken / "config.json").write_text("{ not json", encoding="utf-8")
     for path, needle in ((tmp_path / "no-such-model", "no-such-model"), (broken, "config.json")):
-        app = MTApp(model_path=path, provider="cpu", debounce=0.05)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with running_app(model_path=path) as (app, pilot):
             error = app.query_one("#error")
             assert error.display and needle in str(error.render())
             assert "Cannot load the model" in str(error.render())
@@ -331,9 +332,7 @@ async def test_bad_bundle_shows_error(tmp_path):
 
 @run_async
 async def test_opening_a_bad_bundle_keeps_the_loaded_model(stand_in, tmp_path):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         translator = app.translator
         await pilot.press("ctrl+o")
         assert isinstance(app.screen, OpenModelScreen)
@@ -351,9 +350,7 @@ async def test_opening_a_bad_bundle_keeps_the_loaded_model(stand_in, tmp_path):
 
 @run_async
 async def test_cuda_failure_shows_error(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         translator = app.translator
         await paste(pilot, "Hallo")
         await settle(pilot)
@@ -373,9 +370,7 @@ async def test_cuda_failure_shows_error(stand_in):
 
 @run_async
 async def test_bad_settings_and_failed_translations_show_errors(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         translator = app.translator
         source = app.query_one("#source", TextArea)
         # Overlong input: refused with a message, nothing decoded.
@@ -426,26 +421,20 @@ async def test_bad_settings_and_failed_translations_show_errors(stand_in):
 async def test_from_and_to_pick_the_first_direction(stand_in):
     """mt-tui --from / --to: the direction shown once the model is loaded; one the model lacks is
     reported and the first direction (auto → en) used."""
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("en", None))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(direction=("en", None)) as (app, pilot):
         assert app.direction == ("en", "de") and app.query_one("#direction").value == ("en", "de")
         await paste(pilot, "Wie geht es dir?")
         await settle(pilot)
         # The source language is given, not detected: as `mt-translate --from en`.
         assert app.translator.calls[-1] == Call(["Wie geht es dir?"], "de", app.settings.options(), "en")
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("fr", "de"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(direction=("fr", "de")) as (app, pilot):
         assert app.direction == ("auto", "en")
         assert any("does not translate fr → de" in str(n.message) for n in app._notifications)
 
 
 @run_async
 async def test_copy_and_help(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         await pilot.press("f4")             # nothing to copy yet
         assert app.clipboard == ""
         await paste(pilot, "Hallo Welt")
@@ -460,9 +449,7 @@ async def test_copy_and_help(stand_in):
 
 @run_async
 async def test_errors_show_literally_and_clear_on_the_next_success(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         translator = app.translator
         # Library errors quote [brackets], which Rich markup would take for styles and drop.
         failure = "decoder.onnx: not a usable ONNX model ([ONNXRuntimeError] : 7 : INVALID_PROTOBUF : [b]x[/b])"
@@ -489,9 +476,7 @@ async def test_errors_show_literally_and_clear_on_the_next_success(stand_in):
 
 @run_async
 async def test_each_panel_has_a_key(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         await paste(pilot, "Hallo Welt")
         await settle(pilot)
         tabs = app.query_one("#panels")
@@ -515,9 +500,7 @@ async def test_each_panel_has_a_key(stand_in):
 
 @run_async
 async def test_swap_moves_the_translation_and_next_direction_keeps_the_text(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         await pilot.press("f2")             # nothing translated yet: only the direction reverses
         await settle(pilot)
         assert app.direction == ("en", "de") and app.source_text == ""
@@ -537,9 +520,7 @@ async def test_swap_moves_the_translation_and_next_direction_keeps_the_text(stan
 
 @run_async
 async def test_sampling_starts_from_sensible_settings(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         translator = app.translator
         await paste(pilot, "Hallo Welt")
         await settle(pilot)
@@ -562,9 +543,7 @@ async def test_sampling_starts_from_sensible_settings(stand_in):
 @run_async
 async def test_swap_and_copy_act_on_the_translation_of_the_text_as_it_is(stand_in):
     # A debounce far beyond the test: text typed after the last translation stays untranslated.
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=600, direction=("de", None))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(debounce=600, direction=("de", None)) as (app, pilot):
         translator = app.translator
         await paste(pilot, "Guten Morgen")
         await pilot.press("f5")
@@ -595,9 +574,7 @@ async def test_swap_and_copy_act_on_the_translation_of_the_text_as_it_is(stand_i
 
 @run_async
 async def test_writing_in_the_translation_completes_that_line_from_the_cursor(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, direction=("de", None))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(direction=("de", None)) as (app, pilot):
         translator = app.translator
         source = "Guten Morgen\n\nWie geht es dir"
         await paste(pilot, source)
@@ -645,9 +622,7 @@ async def test_writing_in_the_translation_completes_that_line_from_the_cursor(st
 
 @run_async
 async def test_writing_in_the_translation_right_after_the_source_still_translates_the_source(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.2, direction=("de", None))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(debounce=0.2, direction=("de", None)) as (app, pilot):
         await paste(pilot, "Guten Morgen")
         await settle(pilot)
         await paste(pilot, " Welt")                         # its translation waits for the pause ...
@@ -659,9 +634,7 @@ async def test_writing_in_the_translation_right_after_the_source_still_translate
 
 @run_async
 async def test_settings_errors_follow_the_inputs_on_show(stand_in):
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         await paste(pilot, "Hallo Welt")
         await settle(pilot)
         error, mode = app.query_one("#error"), app.query_one("#mode")
@@ -697,9 +670,7 @@ async def test_a_long_line_keeps_the_keys_responsive(stand_in):
     """Its alignment has hundreds of thousands of token pairs: the heatmap is drawn only while its
     tab is shown, at most MAX_TOKENS by MAX_TOKENS, and not again while the cursor stays in the
     same sentence (it was drawn whole on every key: seconds each)."""
-    app = MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app() as (app, pilot):
         await paste(pilot, "Haus " * 600)
         await settle(pilot)
         view = app.query_one(AlignmentView)
@@ -752,9 +723,7 @@ def test_quit_does_not_wait_for_a_running_translation():
 @run_async
 async def test_layout_fits_the_terminal(stand_in, size):
     width, height = size
-    app = MTApp(model_path=STAND_IN, provider="auto", debounce=0.05)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
+    async with running_app(size=size, provider="auto") as (app, pilot):
         await paste(pilot, "Ich versuche, jeden Monat zehn Prozent meines Gehalts zu sparen.\nWo ist der Bahnhof?")
         await settle(pilot)
         for mode in ("beam", "sampling", "greedy"):
@@ -779,9 +748,7 @@ async def test_messages_name_the_apps_controls(fixture_bundle):
 
     if cuda_available():
         pytest.skip("this onnxruntime has CUDA: the error under test does not happen here")
-    app = MTApp(model_path=fixture_bundle, provider="cuda", debounce=0.05, variant="fp32")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(model_path=fixture_bundle, provider="cuda", variant="fp32") as (app, pilot):
         error = str(app.query_one("#error").render())
         assert "CUDAExecutionProvider" in error and "choose CPU under Provider" in error
         assert "--provider" not in error and app.translator is None
@@ -803,9 +770,7 @@ TWO = sorted((i for i in range(len(PAIRS)) if i != TYPED), key=lambda i: len(GER
 @run_async
 async def test_fixture_model_typing_and_swap(fixture_bundle):
     german, english = GERMAN[TYPED], ENGLISH[TYPED]
-    app = MTApp(model_path=fixture_bundle, provider="cpu", debounce=0.4, variant="fp32")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(model_path=fixture_bundle, debounce=0.4, variant="fp32") as (app, pilot):
         assert isinstance(app.translator, Translator) and app.translator.provider == "cpu"
         assert app.translator.variant == "fp32"
         assert app.direction == ("auto", "en")
@@ -831,9 +796,7 @@ async def test_fixture_model_typing_and_swap(fixture_bundle):
 @run_async
 async def test_fixture_model_completes_what_the_user_wrote(fixture_bundle):
     """The real runtime's prefix: the line starts with what was written, the model writes the rest."""
-    app = MTApp(model_path=fixture_bundle, provider="cpu", debounce=0.05, variant="fp32", direction=("de", "en"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(model_path=fixture_bundle, variant="fp32", direction=("de", "en")) as (app, pilot):
         await paste(pilot, GERMAN[2])
         await settle(pilot)
         target = app.query_one("#target", TextArea)
@@ -851,9 +814,7 @@ async def test_fixture_model_alignment_of_the_sentence_under_the_cursor(fixture_
     # matrix, one block per sentence; the view shows the block of the sentence under the cursor.
     line = " ".join(GERMAN[i] for i in TWO)
     assert [s for s, _ in split(line)] == [GERMAN[i] for i in TWO]
-    app = MTApp(model_path=fixture_bundle, provider="cpu", debounce=0.05, variant="fp32")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(model_path=fixture_bundle, variant="fp32") as (app, pilot):
         await paste(pilot, line)
         await settle(pilot)
         assert app.target_text == " ".join(ENGLISH[i] for i in TWO)
@@ -885,9 +846,7 @@ async def test_fixture_model_source_language_detected_or_given(fixture_bundle):
     en → de translates it as English: the runtime is told the source language, not left to detect it."""
     german = GERMAN[0]
     assert not language_id.choose(german, "de", ["en"]).translated       # the detector is sure: German
-    app = MTApp(model_path=fixture_bundle, provider="cpu", debounce=0.05, variant="fp32", direction=(None, "de"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running_app(model_path=fixture_bundle, variant="fp32", direction=(None, "de")) as (app, pilot):
         assert app.direction == ("auto", "de")
         await paste(pilot, german)
         await settle(pilot)
