@@ -7,7 +7,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from rich.console import Console
 from conftest import REPO, invoke, tiny_run_dict, train_tiny
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 from mtkit.train.config import RunConfig
-from mtkit.train.loop import Interrupted, TrainingDiverged
+from mtkit.train.loop import TrainingDiverged
 from mtkit.train.trainer import NothingToTrain, Trainer
 
 
