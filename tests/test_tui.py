@@ -68,16 +68,6 @@ async def settle(pilot) -> None:
     assert not app.busy
 
 
-@contextlib.asynccontextmanager
-async def running_app(size=SIZE, **kwargs):
-    """MTApp under the Pilot at `size`, settled (its model loaded, or failed to); by default on the
-    stand-in, on CPU, with a short debounce: kwargs override these or add other MTApp arguments."""
-    app = MTApp(**{"model_path": STAND_IN, "provider": "cpu", "debounce": 0.05, **kwargs})
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        yield app, pilot
-
-
 async def type_text(pilot, text: str) -> None:
     """Key by key, as a person types (slow under the Pilot: ~0.1 s a key on a busy machine)."""
     await pilot.click("#source")
@@ -106,6 +96,15 @@ def shown(app, selector: str) -> str:
 # ----- the stand-in translator ------------------------------------------------------------------
 
 STAND_IN = "stand-in-bundle"    # the only path StandIn opens; the real runtime would refuse it
+
+
+@contextlib.asynccontextmanager
+async def running_app(size=SIZE, model_path=STAND_IN, provider="cpu", debounce=0.05, **kwargs):
+    """MTApp under the Pilot at `size`, settled (its model loaded, or failed to); kwargs are MTApp's."""
+    app = MTApp(model_path=model_path, provider=provider, debounce=debounce, **kwargs)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        yield app, pilot
 
 
 def fake(text: str, to: str) -> str:

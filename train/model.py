@@ -9,6 +9,7 @@ and the ONNX export traces exactly this module.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 
 import torch
@@ -86,10 +87,8 @@ def attend(q, k, v, mask, dropout_p: float) -> torch.Tensor:
         # bf16 attention backward is ~3x slower than fp32 on CPU: keep attention in fp32, matmuls in bf16.
         with torch.autocast("cpu", enabled=False):
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p)
-    if q.is_cuda:
-        with sdpa_kernel(PLANLESS_CUDA_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    with sdpa_kernel(PLANLESS_CUDA_ATTENTION) if q.is_cuda else nullcontext():
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
 class SelfAttention(nn.Module):
