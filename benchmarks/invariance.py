@@ -7,6 +7,7 @@ given. The share of identical outputs is reported per set and search; the differ
 listed in the JSON.
 
     python -m mtkit.benchmarks.invariance [-m BUNDLE] [--variant int8] [--limit N] [--out FILE.json]
+        [--sets news/newstest2013,...] [--beams 1,4]     # a part, to spread the sets over processes
 """
 
 from __future__ import annotations
@@ -43,15 +44,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=0, help="Sentences per set (0 = all).")
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--sets", default=",".join(SETS), help="Comma-separated, of: %(default)s.")
+    parser.add_argument("--beams", default="1,4", help="Comma-separated beam sizes (default: %(default)s).")
     args = parser.parse_args(argv)
+    sets = args.sets.split(",")
+    if unknown := set(sets) - set(SETS):
+        parser.error(f"unknown set(s) {', '.join(sorted(unknown))}: known are {', '.join(SETS)}")
+    beams = [int(b) for b in args.beams.split(",")]
     translator = Translator(args.model, threads=args.threads, variant=args.variant)
     data_dir = args.data_dir or default_data_dir()
     report = {"model": str(translator.path), "variant": translator.variant, "threads": args.threads,
               "parallel_batches": translator.parallel_batches, "batch_size": args.batch_size, "sets": {}}
-    for prefix, (src, tgt) in SETS.items():
+    for prefix in sets:
+        src, tgt = SETS[prefix]
         sentences = read_lines(corpus_file(data_dir, prefix, src))
         sentences = sentences[:args.limit] if args.limit else sentences
-        for beam in (1, 4):
+        for beam in beams:
             start = time.perf_counter()
             result = compare(translator, sentences, src, tgt, beam, args.batch_size)
             report["sets"][f"{prefix} beam {beam}"] = result

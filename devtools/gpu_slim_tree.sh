@@ -14,7 +14,7 @@ hook=.git/hooks/pre-commit
 case "${1:-}" in
 on)
     git rm -q --cached "$checkpoint"
-    mkdir -p .git/info .gpu && echo "/$checkpoint" >> "$exclude"
+    mkdir -p .git/info .git/hooks .gpu && echo "/$checkpoint" >> "$exclude"
     cp "$checkpoint" .gpu/init.pt
     printf '#!/bin/sh\necho "devtools/gpu_slim_tree.sh is on: run it with off before committing" >&2\nexit 1\n' > "$hook"
     chmod +x "$hook"

@@ -234,7 +234,7 @@ def test_warm_start_from_a_half_precision_checkpoint(tmp_path, fixture_checkpoin
     trainer.prepare(resume=False, init_from=tmp_path / "fp16.pt")
     assert (tmp_path / "warm" / "tokenizer.model").read_bytes() == ckpt.tokenizer_model
     for name, value in trainer.model.state_dict().items():
-        assert value.dtype == torch.float32 and torch.equal(value, ckpt.model[name].float()), name
+        assert value.dtype == torch.float32 and torch.equal(value.cpu(), ckpt.model[name].float()), name
     start = trainer.state.step
     assert start == ckpt.progress.step > 0 and not trainer.optimizer.state
     peak = trainer.optimizer.param_groups[0]["initial_lr"]
@@ -300,15 +300,27 @@ def test_bf16_training_on_cpu_learns(tmp_path):
     assert abs(losses["bf16"][1] - losses["fp32"][1]) < 0.3
 
 
+def test_each_training_process_gets_its_own_gpu_or_a_clear_error():
+    """torchrun's local ranks map to GPUs one to one; more processes than GPUs is refused in words
+    (it used to end in a CUDA traceback on the rank without one). No GPU: the CPU, whatever the rank."""
+    from mtkit.train.trainer import DeviceError, training_device
+
+    assert training_device(0, 0) == training_device(3, 0) == torch.device("cpu")
+    assert training_device(1, 2) == torch.device("cuda", 1)
+    with pytest.raises(DeviceError, match=r"torch sees 1 CUDA device\(s\); start at most 1 "):
+        training_device(1, 1)
+
+
 def test_torchrun_ddp_two_processes(tmp_path):
-    """`torchrun --nproc_per_node 2 -m mtkit.train.cli` trains with DDP (gloo on CPU) and finishes."""
+    """`torchrun --nproc_per_node 2 -m mtkit.train.cli` trains with DDP (gloo on CPU) and finishes; GPUs
+    are hidden, so a machine with one runs the same test."""
     import tomli_w
     config = tiny_run_dict(tmp_path / "run", epochs=1, average_last=0)
     (tmp_path / "ddp.toml").write_text(tomli_w.dumps(config))
     torchrun = Path(sys.executable).with_name("torchrun")
     result = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "mtkit.train.cli",
                              str(tmp_path / "ddp.toml")], capture_output=True, text=True, cwd=REPO, timeout=300,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""})
     assert result.returncode == 0, result.stderr[-2000:]
     ckpt = load_checkpoint(tmp_path / "run/final.pt")
     single_epoch_batches = ckpt.progress.step

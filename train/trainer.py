@@ -35,6 +35,21 @@ class NothingToTrain(Exception):
     """The run is already at its --epochs or --max-steps; nothing was loaded or written."""
 
 
+class DeviceError(Exception):
+    """More training processes on this machine than it has GPUs."""
+
+
+def training_device(local_rank: int, cuda_devices: int) -> torch.device:
+    """The GPU of this process's local rank (torchrun sets LOCAL_RANK), or the CPU where torch sees none."""
+    if not cuda_devices:
+        return torch.device("cpu")
+    if local_rank >= cuda_devices:
+        raise DeviceError(f"process {local_rank} of this machine has no GPU: torch sees {cuda_devices} CUDA "
+                          f"device(s); start at most {cuda_devices} (torchrun --nproc_per_node {cuda_devices}), "
+                          "or hide them (CUDA_VISIBLE_DEVICES=) to train on the CPU")
+    return torch.device("cuda", local_rank)
+
+
 class Trainer:
     def __init__(self, run: RunConfig, console: Console | None = None):
         self.run = run
@@ -44,13 +59,11 @@ class Trainer:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.is_main = self.rank == 0
-        if self.world > 1 and not dist.is_initialized():
-            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        if torch.cuda.is_available():
-            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        self.device = training_device(int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count())
+        if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        else:
-            self.device = torch.device("cpu")
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
         precision = self.optim_cfg.precision
         # bf16 pays on CPUs with AMX / AVX512-BF16 (~25% faster steps on the Xeon we trained on), not on older ones.
         self.use_bf16 = precision == "bf16" or (precision == "auto" and self.device.type == "cuda")
