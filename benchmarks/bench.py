@@ -130,10 +130,11 @@ def select_engines(cfg: BenchConfig) -> tuple[list[EngineSpec], dict[str, str], 
     """The engines to run, the ones skipped with why, and the GPU section's status."""
     reasons = gpu_reasons()
     usable_gpu = [n for n, why in reasons.items() if why is None]
-    gpu = {"available": bool(usable_gpu),
-           "note": "CUDA found: GPU engines run" if usable_gpu else
-           "no CUDA device on this machine: GPU section skipped (" + "; ".join(sorted(set(reasons.values()))) + ")"}
     chosen = [ENGINES[n] for n in cfg.engines] if cfg.engines else CPU_ENGINES + GPU_ENGINES
+    gpu = {"available": bool(usable_gpu),
+           "note": "no GPU engine asked for (--engines)" if not any(e.device == "cuda" for e in chosen) else
+           "CUDA found: GPU engines run" if usable_gpu else
+           "no CUDA device on this machine: GPU section skipped (" + "; ".join(sorted(set(reasons.values()))) + ")"}
     skip = {e.name: reasons[e.name] for e in chosen if e.device == "cuda" and reasons[e.name]}
     return chosen, skip, gpu
 
