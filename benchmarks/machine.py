@@ -15,23 +15,34 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 CHECKOUT = CHECKOUT if (CHECKOUT / "pyproject.toml").is_file() else None
 
 
-def _cpuinfo() -> tuple[str, int]:
-    """CPU model name and number of physical cores, from /proc/cpuinfo."""
-    model, cores = platform.processor() or platform.machine(), set()
-    physical = core = None
+def _cpuinfo() -> dict:
+    """CPU model name, family and model numbers, physical cores and feature flags, from /proc/cpuinfo.
+    Virtual machines often hide the model name ("AMD EPYC"); family and model still tell the generation."""
+    info = {"model name": platform.processor() or platform.machine(), "cpu family": None, "model": None, "flags": ""}
+    cores = set()
+    physical = None
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = (part.strip() for part in line.partition(":"))
-            if key == "model name":
-                model = value
+            if key in info:
+                info[key] = value
             elif key == "physical id":
                 physical = value
             elif key == "core id":
-                core = value
-                cores.add((physical, core))
+                cores.add((physical, value))
     except OSError:
         pass
-    return model, len(cores) or (os.cpu_count() or 1)
+    info["cores"] = len(cores) or (os.cpu_count() or 1)
+    return info
+
+
+def vector_isa(flags: set[str]) -> str | None:
+    """The widest x86 vector extension the int8 kernels can use: the ratios against CTranslate2 depend on it."""
+    if "amx_int8" in flags:
+        return "amx"
+    if "avx512f" in flags:
+        return "avx512-vnni" if "avx512_vnni" in flags else "avx512"
+    return "avx2" if "avx2" in flags else None
 
 
 def _version(package: str) -> str | None:
@@ -55,7 +66,7 @@ def git_commit() -> str | None:
 
 
 def machine_info() -> dict:
-    model, physical = _cpuinfo()
+    cpu = _cpuinfo()
     mem_gib = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -64,8 +75,11 @@ def machine_info() -> dict:
     except OSError:
         pass
     return {
-        "cpu": model,
-        "physical_cores": physical,
+        "cpu": cpu["model name"],
+        "cpu_family": cpu["cpu family"],
+        "cpu_model": cpu["model"],
+        "vector_isa": vector_isa(set(cpu["flags"].split())),
+        "physical_cores": cpu["cores"],
         "logical_cpus": os.cpu_count(),
         "available_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "memory_gib": mem_gib,
@@ -78,7 +92,9 @@ def machine_info() -> dict:
 
 
 def machine_slug(info: dict) -> str:
-    """A directory name for the machine: its CPU model and CPU count, e.g. intel-xeon-processor-2cpu."""
+    """A directory name for the machine: its CPU model, vector extension and CPU count, e.g.
+    amd-epyc-avx2-2cpu (the model name alone does not tell one EPYC generation from another)."""
     name = re.sub(r"\((r|tm)\)|\bcpu\b|@.*$", " ", info["cpu"].lower())
     name = re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "unknown-cpu"
-    return f"{name}-{info['logical_cpus']}cpu"
+    isa = f"-{info['vector_isa']}" if info.get("vector_isa") else ""
+    return f"{name}{isa}-{info['logical_cpus']}cpu"

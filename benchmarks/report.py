@@ -76,6 +76,14 @@ def _n(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+
+def _cpu_detail(m: dict) -> str:
+    """What tells CPU generations apart where the model name does not, e.g. " (family 26, model 2,
+    avx512-vnni)"; empty for results written before these fields existed."""
+    parts = [f"family {m['cpu_family']}, model {m['cpu_model']}"] if m.get("cpu_family") else []
+    parts += [m["vector_isa"]] if m.get("vector_isa") else []
+    return f" ({', '.join(parts)})" if parts else ""
+
 def markdown(results: dict) -> str:
     m, s = results["machine"], results["settings"]
     versions = ", ".join(f"{k} {v}" + (f" (git {m['mtkit_commit']})" if k == "mtkit" and m.get("mtkit_commit") else "")
@@ -87,7 +95,7 @@ def markdown(results: dict) -> str:
     lines = [
         f"# mt-bench: `{Path(results['checkpoint']).name}`",
         "",
-        f"- **Machine:** `{m.get('name', '?')}`: {m['cpu']}, {m['physical_cores']} physical cores / {m['logical_cpus']} "
+        f"- **Machine:** `{m.get('name', '?')}`: {m['cpu']}{_cpu_detail(m)}, {m['physical_cores']} physical cores / {m['logical_cpus']} "
         f"logical CPUs ({m['available_cpus']} available), {m['memory_gib']} GiB RAM; {m['platform']}; "
         f"Python {m['python']}",
         f"- **Versions:** {versions}",

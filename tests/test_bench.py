@@ -62,6 +62,7 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
     results = json.loads((out / "results.json").read_text())
     assert {"schema_version", "created", "checkpoint", "machine", "settings", "datasets", "gpu", "engines"} <= set(results)
     assert results["machine"]["cpu"] and results["machine"]["versions"]["ctranslate2"]
+    assert {"cpu_family", "cpu_model", "vector_isa"} <= set(results["machine"])
     # What was measured: the checkpoint as given and its hash, the bundle and CT2 models used, the machine's
     # name (-o given or not) and mtkit's version and commit; no hostname (results are committed publicly).
     assert results["checkpoint"] == str(fixture_checkpoint)
@@ -258,6 +259,22 @@ def test_given_bundle_must_be_a_bundle_of_this_checkpoint(fixture_checkpoint, fi
     result = run(fixture_checkpoint, "--bundle", str(fixture_bundle), "--rebuild")
     one_line_error(result, "test set 'tatoeba-dev'")
     assert "note: --rebuild does not rebuild what --bundle gives" in result.output
+
+
+def test_machine_names_tell_cpu_generations_apart():
+    """Guests often show "AMD EPYC" for every EPYC: the vector extension goes into the results folder's
+    name, since the ratios against CTranslate2 change with it."""
+    from mtkit.benchmarks.machine import machine_slug, vector_isa
+
+    assert vector_isa({"fma", "avx2"}) == "avx2"
+    assert vector_isa({"avx2", "avx512f"}) == "avx512"
+    assert vector_isa({"avx2", "avx512f", "avx512_vnni"}) == "avx512-vnni"
+    assert vector_isa({"avx512f", "avx512_vnni", "amx_int8"}) == "amx"
+    assert vector_isa({"sse4_2"}) is None
+    assert machine_slug({"cpu": "AMD EPYC", "logical_cpus": 2, "vector_isa": "avx2"}) == "amd-epyc-avx2-2cpu"
+    assert machine_slug({"cpu": "Intel(R) Xeon(R) Processor", "logical_cpus": 16, "vector_isa": "amx"}) == \
+        "intel-xeon-processor-amx-16cpu"
+    assert machine_slug({"cpu": "AMD EPYC", "logical_cpus": 2}) == "amd-epyc-2cpu"   # results written before
 
 
 def test_a_run_that_measures_nothing_writes_nothing(fixture_checkpoint, data_dir, tmp_path):
