@@ -76,13 +76,13 @@ def _n(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-
 def _cpu_detail(m: dict) -> str:
     """What tells CPU generations apart where the model name does not, e.g. " (family 26, model 2,
     avx512-vnni)"; empty for results written before these fields existed."""
     parts = [f"family {m['cpu_family']}, model {m['cpu_model']}"] if m.get("cpu_family") else []
     parts += [m["vector_isa"]] if m.get("vector_isa") else []
     return f" ({', '.join(parts)})" if parts else ""
+
 
 def markdown(results: dict) -> str:
     m, s = results["machine"], results["settings"]
