@@ -13,9 +13,9 @@
 #     invariance.json              each sentence alone and in a batch, whole sets, shipped int8 (2 cores)
 #     bench.log, invariance.log, pytest.log   the test suite too, on the other cores (no wheel test:
 #                                             the device has no network for its fresh venv)
-# Afterwards, here: bash devtools/gpu_slim_tree.sh off. The 2026-11-27 run's invariance needed more than
-# the time below (Tatoeba dev alone took 90 s beside the tests): give it a call of its own, one process
-# per set and search (invariance.py --sets, --beams).
+# Afterwards, here: bash devtools/gpu_slim_tree.sh off. On 2026-11-27 (a 16-vCPU Xeon) mt-bench took
+# about 5 minutes and the slowest invariance process (newstest2013, beam 4) 3.5 minutes: `run` fits
+# the 10 minutes of a call only with 16 cores; with fewer, give the invariance run a call of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/device-out}
@@ -72,12 +72,27 @@ print('onnxruntime', onnxruntime.__version__, 'ctranslate2', ctranslate2.__versi
     } > "$out/bench.log" 2>&1
     timeout 390 taskset -c 0,1 mt-bench models/de-en/checkpoint.fp16.pt --limit 100 --reps 3 --cold-reps 5 \
         --engines ort-int8,ct2-int8,ort-fp32,ct2-fp32 -o "$out/bench" >> "$out/bench.log" 2>&1 || echo "mt-bench: $?"
-    timeout 170 taskset -c 0,1 python3 -P -m mtkit.benchmarks.invariance --out "$out/invariance.json" \
-        > "$out/invariance.log" 2>&1 &
-    timeout 170 taskset -c "2-$((cores - 1))" python3 -P -m pytest -q -p no:cacheprovider -m "not wheel" \
-        -n "$((cores > 14 ? 12 : cores - 2))" > "$out/pytest.log" 2>&1 || echo "pytest: $?"
+    # then each (set, search) of the invariance run on its own pair of cores (one process for all took
+    # over 4 minutes there), the test suite on the cores left
+    jobs=0; rm -f /tmp/invariance-*.json
+    for set in tatoeba/dev news/newstest2013 general/generaltest2022.de-en; do
+        for beam in 1 4; do
+            timeout 250 taskset -c "$((2 * jobs)),$((2 * jobs + 1))" python3 -P -m mtkit.benchmarks.invariance \
+                --sets "$set" --beams "$beam" --limit "${INVARIANCE_LIMIT:-0}" --out "/tmp/invariance-$jobs.json" \
+                >> "$out/invariance.log" 2>&1 &
+            jobs=$((jobs + 1))
+        done
+    done
+    timeout 250 taskset -c "$((2 * jobs))-$((cores - 1))" python3 -P -m pytest -q -p no:cacheprovider -m "not wheel" \
+        -n "$((cores - 2 * jobs))" > "$out/pytest.log" 2>&1 || echo "pytest: $?"
     wait || true
-    tail -3 "$out/pytest.log" "$out/invariance.log"; grep -E "^\|" "$out/bench/results.md" | head -40 || true
+    python3 - "$out/invariance.json" /tmp/invariance-*.json <<'PY'   # one file: a call returns at most 8
+import json, os, sys
+parts = [json.load(open(p)) for p in sys.argv[2:] if os.path.exists(p)]   # a job cut by its timeout wrote none
+merged = {**parts[0], "sets": {k: v for p in parts for k, v in p["sets"].items()}} if parts else {}
+json.dump(merged, open(sys.argv[1], "w"), ensure_ascii=False, indent=1)
+PY
+    tail -3 "$out/pytest.log"; cat "$out/invariance.log"; grep -E "^\|" "$out/bench/results.md" | head -40 || true
     ;;
 *)
     echo "usage: $0 install|run" >&2
