@@ -25,8 +25,10 @@ import subprocess
 import sys
 import time
 
+from .bench import DATASETS   # mt-bench's two test sets; importing it loads neither onnxruntime nor torch
+
 SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 158, 0x1023, 18
-SETS = {"tatoeba-dev": "tatoeba/dev", "newstest2013": "news/newstest2013"}
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def refuse_amx() -> None:
@@ -43,15 +45,13 @@ def refuse_amx() -> None:
     class Program(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(Program(len(program), ctypes.addressof(code))), 0, 0):
+    if LIBC.prctl(38, 1, 0, 0, 0) or LIBC.prctl(22, 2, ctypes.byref(Program(len(program), ctypes.addressof(code))), 0, 0):
         raise OSError(ctypes.get_errno(), "seccomp filter not installed")   # 38 NO_NEW_PRIVS, 22 SET_SECCOMP
 
 
 def amx_state() -> str:
     """What this process gets when it asks for the AMX tile state (asking twice is harmless)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    rc = libc.syscall(ctypes.c_long(SYS_ARCH_PRCTL), ctypes.c_long(ARCH_REQ_XCOMP_PERM), ctypes.c_long(XFEATURE_XTILEDATA))
+    rc = LIBC.syscall(ctypes.c_long(SYS_ARCH_PRCTL), ctypes.c_long(ARCH_REQ_XCOMP_PERM), ctypes.c_long(XFEATURE_XTILEDATA))
     return "granted" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
 
 
@@ -64,7 +64,7 @@ def child(arm: str, limit: int) -> dict:
 
     translator = Translator(threads=2)
     result = {"arm": arm, "amx": amx_state(), "sets": {}}
-    for name, prefix in SETS.items():
+    for name, prefix in DATASETS.items():
         lines = read_lines(corpus_file(default_data_dir(), prefix, "de"))[:limit]
         run = lambda batch, beam: [t.text for t in translator.translate(batch, to="en", from_lang="de", beam_size=beam,  # noqa: E731
                                                                         split_sentences=False)]
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{n} beam {s['beam_s']:.2f} s greedy p50 {s['greedy_p50_ms']:.1f} ms" for n, s in runs[-1]["sets"].items()),
                 flush=True)
     summary = {}
-    for name in SETS:
+    for name in DATASETS:
         med = {arm: {k: statistics.median(r["sets"][name][k] for r in runs if r["arm"] == arm)
                      for k in ("beam_s", "greedy_p50_ms")} for arm in ("amx", "no-amx")}
         same = len({r["sets"][name]["outputs"] for r in runs}) == 1

@@ -54,8 +54,8 @@ install)
     install_wheels $(ls "${wheels[@]}" 2>/dev/null)
     python3 -P -c "import mtkit.runtime" 2>/dev/null ||
         python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir -e .
-    lscpu | grep -E 'Model name|^CPU\(s\)|avx512f|Flags' | cut -c1-160 || true
-    python3 -P -c "import onnxruntime, torch; print('onnxruntime', onnxruntime.__version__, 'torch', torch.__version__)"
+    python3 -P -c "from mtkit.benchmarks.machine import machine_info as m; i = m()
+print(i['cpu'], 'family', i['cpu_family'], 'model', i['cpu_model'], i['vector_isa'], i['logical_cpus'], 'CPUs;', i['versions'])"
     ;;
 run)
     mkdir -p /tmp/joined
@@ -67,9 +67,7 @@ run)
     cp .gpu/c1/init.pt models/de-en/checkpoint.fp16.pt   # the slim tree leaves it behind
     export MT_DATA_DIR="$PWD/.gpu/c1/data" PYTHONUNBUFFERED=1
     cores=$(nproc)
-    { lscpu; python3 -P -c "import onnxruntime, ctranslate2, torch, numpy
-print('onnxruntime', onnxruntime.__version__, 'ctranslate2', ctranslate2.__version__, 'torch', torch.__version__, 'numpy', numpy.__version__)"
-    } > "$out/bench.log" 2>&1
+    lscpu > "$out/bench.log" 2>&1     # the versions and the CPU's family and extensions go into results.json
     timeout 390 taskset -c 0,1 mt-bench models/de-en/checkpoint.fp16.pt --limit 100 --reps 3 --cold-reps 5 \
         --engines ort-int8,ct2-int8,ort-fp32,ct2-fp32 -o "$out/bench" >> "$out/bench.log" 2>&1 || echo "mt-bench: $?"
     # then each (set, search) of the invariance run on its own pair of cores (one process for all took
@@ -95,7 +93,7 @@ PY
     tail -3 "$out/pytest.log"; cat "$out/invariance.log"; grep -E "^\|" "$out/bench/results.md" | head -40 || true
     ;;
 *)
-    echo "usage: $0 install|run" >&2
+    echo "usage: $0 prepare|install|run" >&2
     exit 2
     ;;
 esac
