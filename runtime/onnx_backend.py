@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -47,7 +48,8 @@ class SessionSettings:
     threads: int | None = None            # intra-op threads; None = ORT's default (one per physical core)
     graph_optimization: str = "all"       # "disable" | "basic" | "extended" | "all"
     # ORT's CPU arena: faster repeated allocations, but memory is kept (off: news beam-32 peak RSS
-    # 262 -> 206 MB, Tatoeba beam 0.93x the speed; benchmarks/PERF_NOTES.md).
+    # 262 -> 206 MB, Tatoeba beam 0.93x the speed; benchmarks/PERF_NOTES.md). CPU sessions share one
+    # arena per process (`shared_cpu_arena`).
     memory_arena: bool = True
     log_level: int = 3                    # 3 = errors only (ORT warns about unused initializers etc.)
     # Idle intra-op threads busy-wait for the next op by default. On a CPU shared with other work
@@ -83,12 +85,37 @@ def cuda_available() -> bool:
     return PROVIDERS["cuda"] in ort.get_available_providers()
 
 
-def session_options(settings: SessionSettings) -> ort.SessionOptions:
+_arena_lock = threading.Lock()
+_arena_registered = False
+
+
+def shared_cpu_arena() -> None:
+    """Register one CPU arena with ONNX Runtime's environment, once per process; sessions opt in with
+    "session.use_env_allocators". The encoder's and the decoder's activations are never live at once, and
+    with one arena apiece each kept its own high-water mark: sharing one lowered mt-bench's peak RSS by about
+    12 MB at the same speed (PERF_NOTES.md, session 24). What the arena holds stays with the process until
+    it exits, also after its Translators are gone (memory_arena=False avoids the arena)."""
+    global _arena_registered
+    with _arena_lock:
+        if _arena_registered:
+            return
+        info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+        try:
+            ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, -1, -1, -1))   # ORT's default arena
+        except Exception:      # the embedding application registered one already: share that one
+            pass
+        _arena_registered = True
+
+
+def session_options(settings: SessionSettings, provider: str = "cpu") -> ort.SessionOptions:
     if settings.graph_optimization not in OPTIMIZATION_LEVELS:
         raise ValueError(f"graph_optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}")
     so = ort.SessionOptions()
     so.graph_optimization_level = OPTIMIZATION_LEVELS[settings.graph_optimization]
     so.enable_cpu_mem_arena = settings.memory_arena
+    if settings.memory_arena and provider == "cpu":
+        shared_cpu_arena()
+        so.add_session_config_entry("session.use_env_allocators", "1")
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.inter_op_num_threads = 1           # the graphs are a single chain: no parallel branches to run
     if settings.threads:
@@ -110,11 +137,11 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
                             "(onnxruntime-gpu) or use --provider cpu")
     providers = [PROVIDERS[provider]] + (["CPUExecutionProvider"] if provider == "cuda" else [])
     label = name or str(model)
-    options = session_options(settings)
+    options = session_options(settings, provider)
     cached = optimized_copy(Path(model), provider, settings) if not isinstance(model, bytes) else None
     if cached is not None and cached.is_file():
         try:   # already optimized: load it as it is
-            loaded = session_options(SessionSettings(**{**settings.__dict__, "graph_optimization": "disable"}))
+            loaded = session_options(replace(settings, graph_optimization="disable"), provider)
             session = ort.InferenceSession(str(cached), sess_options=loaded, providers=providers)
             os.utime(cached)             # recently used: pruned last
             return session
@@ -137,7 +164,7 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
             if cached is None:
                 raise
             cached = None         # perhaps only the cache could not be written: once more without it
-            session = ort.InferenceSession(source, sess_options=session_options(settings), providers=providers)
+            session = ort.InferenceSession(source, sess_options=session_options(settings, provider), providers=providers)
     except Exception as e:  # ORT raises its own exception types for unreadable or invalid graphs
         message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         raise ModelLoadError(f"{label}: not a usable ONNX model ({message})") from None

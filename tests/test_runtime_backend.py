@@ -174,8 +174,28 @@ def test_session_options_are_applied(fixture_bundle, plain):
     assert options.intra_op_num_threads == 2
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     assert options.enable_cpu_mem_arena is False
+    assert not uses_shared_arena(t.backend.decoder)
     a, b = t.translate(TEXTS, beam_size=1), plain.translate(TEXTS, beam_size=1)
     assert [x.tokens for x in a] == [x.tokens for x in b]
+
+
+def uses_shared_arena(session: ort.InferenceSession) -> bool:
+    try:
+        return session.get_session_options().get_session_config_entry("session.use_env_allocators") == "1"
+    except RuntimeError:      # ORT: no such entry
+        return False
+
+
+def test_cpu_sessions_share_one_arena(fixture_bundle):
+    """Every CPU session with an arena uses the process's one (`shared_cpu_arena`), also across
+    Translators, and translates as a session with its own allocations does."""
+    first, second = (Translator(fixture_bundle, variant="int8", threads=1) for _ in range(2))
+    own = Translator(fixture_bundle, variant="int8", threads=1, memory_arena=False)
+    for t in (first, second):
+        assert uses_shared_arena(t.backend.encoder) and uses_shared_arena(t.backend.decoder)
+    assert not uses_shared_arena(own.backend.encoder)
+    results = [[x.tokens for x in t.translate(TEXTS, beam_size=2)] for t in (first, second, own)]
+    assert results[0] == results[1] == results[2]
 
 
 @pytest.mark.parametrize("threads, batches, intra_op", [(4, 2, 2), (2, None, 1), (3, 2, 1), (1, 2, 1), (2, 1, 2)])
