@@ -24,7 +24,7 @@ from mtkit.runtime.decode_options import DecodeOptions
 from .artifacts import ArtifactError, check_given, model_size, prepare
 from .engines import CPU_ENGINES, ENGINES, GPU_ENGINES, EngineSpec
 from .machine import CHECKOUT, machine_info, machine_slug
-from .runner import cold_start_command, cold_starts, run_rounds
+from .runner import cold_start_command, cold_starts, prime, run_rounds
 
 # In a checkout, results go next to the committed ones; an installed package writes under the current
 # directory instead of into site-packages.
@@ -220,6 +220,8 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
         elif spec.name in failed:
             log(f"{spec.name}: failed ({failed[spec.name]['error']})")
     runnable = [s for s in chosen if s.name not in skip and s.name not in failed]
+    text = datasets[0]["sources"][0]
+    prime({s.name: cmd for s in runnable if (cmd := cold_start_command(s, artifacts, cfg, text))}, cfg)
     measured = run_rounds(runnable, artifacts, datasets, cfg, work, log) | failed
     engines, outputs = {}, {}
     for spec in chosen:

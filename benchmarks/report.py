@@ -102,7 +102,7 @@ def markdown(results: dict) -> str:
         f"- **Settings:** threads per engine: {s['threads']}; {s['src_lang']}→{s['tgt_lang']}; latency = greedy, "
         f"batch 1, per sentence; throughput = beam {s['beam_size']}, requests of {s['batch_size']} sentences, "
         f"target tokens/s; medians of {_n(s['reps'], 'round', 'rounds')}, each engine a fresh process per round "
-        f"(engines take turns), {warmups} each; "
+        f"(engines take turns, after one untimed fresh process each), {warmups} each; "
         f"cold start = median of {_n(s['cold_reps'], 'fresh process', 'fresh processes')} translating one sentence "
         f"(beam {s['beam_size']}), run in rounds across engines after one untimed round (warm file cache and "
         "optimized-graph cache)",
