@@ -267,6 +267,7 @@ def engine_entry(spec: EngineSpec, skipped: str | None, raw: dict | None, artifa
     size, counted = model_size(spec, artifacts)
     return entry | dict(status="ok", impl=raw.get("impl", ""), load_s=raw["load_s"],
                         peak_rss_mb=raw["peak_rss_kb"] / 1024, ru_maxrss_mb=raw["ru_maxrss_kb"] / 1024,
+                        imported_rss_mb=raw["imported_rss_kb"] / 1024 if raw.get("imported_rss_kb") else None,
                         loaded_rss_mb=raw["loaded_rss_kb"] / 1024 if raw.get("loaded_rss_kb") else None,
                         imported_torch=raw["imported_torch"], model_size_mb=size / 2**20, model_size_counted=counted,
                         datasets={d["name"]: report.summarize_dataset(raw["datasets"][d["name"]], d["refs"])

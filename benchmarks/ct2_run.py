@@ -1,8 +1,8 @@
 """Running a model converted by `ct2_convert.py`: inputs and options that match our runtime.
 
-Imports only ctranslate2, sentencepiece and numpy-level mtkit modules (no torch: importing
-`ctranslate2.converters` would pull torch in), so it is also the minimal "translate one sentence"
-script that `mt-bench` times from a fresh process:
+Imports only ctranslate2, sentencepiece and mtkit modules that need neither numpy nor torch (importing
+`ctranslate2.converters` would pull torch in), so CTranslate2's memory in `mt-bench` is its own, and
+this is also the minimal "translate one sentence" script that `mt-bench` times from a fresh process:
 
     python -m mtkit.benchmarks.ct2_run CT2_DIR --to en "Guten Morgen."
 """
@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from mtkit.runtime.search import DecodeOptions
+from mtkit.runtime.decode_options import DecodeOptions
 from mtkit.runtime.vocab import EOS_PIECE, language_tag
 
 TOKENIZER_FILE = "tokenizer.model"     # copied next to model.bin so a CT2 dir is self-contained

@@ -50,7 +50,7 @@ ENGINES = {e.name: e for e in CPU_ENGINES + GPU_ENGINES}
 
 
 def decode_options(beam_size: int, max_positions: int):
-    from mtkit.runtime.search import DecodeOptions
+    from mtkit.runtime.decode_options import DecodeOptions
 
     return DecodeOptions(beam_size=beam_size, no_repeat_loop=0).for_model(max_positions)   # CT2 has no loop ban
 
@@ -146,6 +146,19 @@ class Ct2Engine:
         results = self.translator.translate_batch(sources, max_batch_size=0, **kwargs)
         best = [r.hypotheses[0] for r in results]
         return [(self.sp.decode_pieces(tokens).strip(), len(tokens)) for tokens in best]
+
+
+# What each kind of engine imports before it loads a model: the worker records the memory they take.
+LIBRARIES = {"torch": ("torch", "sentencepiece"),
+             "ort": ("numpy", "onnxruntime", "sentencepiece", "mtkit.runtime.translator"),
+             "ct2": ("ctranslate2", "sentencepiece")}
+
+
+def import_libraries(name: str) -> None:
+    import importlib
+
+    for module in LIBRARIES[ENGINES[name].kind]:
+        importlib.import_module(module)
 
 
 def load(name: str, artifacts: dict, threads: int):

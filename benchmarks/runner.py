@@ -68,12 +68,13 @@ def run_rounds(specs: list[EngineSpec], artifacts: dict, datasets: list[dict], c
 
 def merge_rounds(rounds: list[dict]) -> dict:
     """One engine's worker results of several rounds: timings pooled, the median load time, the
-    highest peak RSS and RSS after loading, the last round's outputs."""
+    highest RSS at each stage (imports, loading, peak), the last round's outputs."""
     last = rounds[-1]
     pooled = lambda name, key: [x for r in rounds for x in r["datasets"][name][key]]   # noqa: E731
     return {**last, "load_s": statistics.median(r["load_s"] for r in rounds),
             "peak_rss_kb": max(r["peak_rss_kb"] for r in rounds),
-            "loaded_rss_kb": max((r["loaded_rss_kb"] for r in rounds if r.get("loaded_rss_kb")), default=None),
+            **{key: max((r[key] for r in rounds if r.get(key)), default=None)
+               for key in ("imported_rss_kb", "loaded_rss_kb")},
             "ru_maxrss_kb": max(r["ru_maxrss_kb"] for r in rounds),
             "datasets": {name: {**ds, "latency_s": pooled(name, "latency_s"),
                                 "throughput_runs": pooled(name, "throughput_runs")}

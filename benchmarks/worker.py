@@ -86,9 +86,12 @@ def run(job: dict) -> dict:
 
     os.environ.setdefault("OMP_NUM_THREADS", str(job["threads"]))
     start = time.perf_counter()
+    engines.import_libraries(job["engine"])
+    imported = status_kb("VmRSS")        # the engine's libraries, before any model
     engine = engines.load(job["engine"], job["artifacts"], job["threads"])
     # Resident memory once loaded, before any translation: the imports, the runtime and the weights.
-    result = {"engine": job["engine"], "load_s": time.perf_counter() - start, "loaded_rss_kb": status_kb("VmRSS"),
+    result = {"engine": job["engine"], "load_s": time.perf_counter() - start, "imported_rss_kb": imported,
+              "loaded_rss_kb": status_kb("VmRSS"),
               "impl": getattr(engine, "impl", ""), "datasets": {}}
     for ds in job["datasets"]:
         sources, src, to = ds["sources"], ds["src_lang"], ds["tgt_lang"]

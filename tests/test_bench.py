@@ -85,7 +85,7 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
         if name != "ct2-int8":   # the fixture's margins are checked for our fp32 and int8, not CT2's int8
             assert d["bleu_greedy"] == d["bleu_beam"] == pytest.approx(100.0), name   # sacreBLEU: 100.00000000000004
         assert e["peak_rss_mb"] > 0 and e["model_size_mb"] > 0
-        assert 0 < e["loaded_rss_mb"] <= e["peak_rss_mb"]
+        assert 0 < e["imported_rss_mb"] <= e["loaded_rss_mb"] <= e["peak_rss_mb"]
         assert e["ratios"]["reference"] == ("ct2-int8" if name.endswith("int8") else "ct2-fp32")
         assert (work / "outputs" / f"{name}.tatoeba-dev.greedy.txt").is_file()
         if e["kind"] != "torch":
@@ -354,3 +354,17 @@ def test_shape_specs_of_the_shape_study():
     for bad in ("6x2-256", "6-2-256-1024", "6x2-300-1024"):
         with pytest.raises(SystemExit, match="shape"):
             parse_shape(bad)
+
+
+def test_the_ct2_worker_imports_only_what_ctranslate2_needs():
+    """CTranslate2's peak RSS must be its own: its worker path (the job's decode options, the engine,
+    a translation) imports neither numpy, which CTranslate2 does not need, nor onnxruntime or torch."""
+    probe = ("import sys\n"
+             "from mtkit.benchmarks import ct2_run, engines, worker\n"
+             "engines.decode_options(4, 256)\n"
+             "ct2_run.translate_options(engines.decode_options(4, 256), 10)\n"
+             "import ctranslate2\n"
+             "print([m for m in ('numpy', 'onnxruntime', 'torch') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
