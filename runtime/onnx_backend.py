@@ -20,9 +20,12 @@ cache memory at beam 4, and no re-gather at the first expansion.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import shutil
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -56,9 +59,10 @@ class SessionSettings:
     # (the usual case on an edge device) that spinning steals the cores the other threads need:
     # measured 1.4x (beam) to 1.9x (greedy) slower with 2 threads on 2 busy cores (benchmarks/PERF_NOTES.md).
     spinning: bool = False
-    # Keep ORT's optimized copy of each CPU graph in the cache (bundle.cache_root() / "ort"), so
-    # later loads skip graph optimization: about half of session creation (PERF_NOTES.md). Off with
-    # MT_ORT_CACHE=0. The copy is specific to this machine and onnxruntime version, hence a cache.
+    # Keep ORT's optimized copy of each CPU graph, with its weights packed for this CPU's kernels, in the
+    # cache (bundle.cache_root() / "ort"), so later loads skip graph optimization and weight packing
+    # (`create_session`). Off with MT_ORT_CACHE=0. The copy is specific to this CPU and onnxruntime
+    # version, hence a cache.
     cache_optimized: bool = True
     parallel_batches: int = 1             # batches decoded at once, each calling these sessions
 
@@ -138,42 +142,31 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
     providers = [PROVIDERS[provider]] + (["CPUExecutionProvider"] if provider == "cuda" else [])
     label = name or str(model)
     options = session_options(settings, provider)
-    cached = optimized_copy(Path(model), provider, settings) if not isinstance(model, bytes) else None
-    if cached is not None and cached.is_file():
+    entry = optimized_copy(Path(model), provider, settings) if not isinstance(model, bytes) else None
+    if entry is not None and (entry / CACHED_GRAPH).is_file():
         try:   # already optimized: load it as it is
             loaded = session_options(replace(settings, graph_optimization="disable"), provider)
-            session = ort.InferenceSession(str(cached), sess_options=loaded, providers=providers)
-            os.utime(cached)             # recently used: pruned last
+            session = ort.InferenceSession(str(entry / CACHED_GRAPH), sess_options=loaded, providers=providers)
+            os.utime(entry)              # recently used: pruned last
             return session
         except Exception:   # a damaged cache entry: optimize the bundle's graph again, and rewrite it
             pass
-    if cached is not None:
-        partial = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
-        options.optimized_model_filepath = str(partial)
-        # Every initializer inside the copy: external data (the int8 bundle's shared table) would
-        # otherwise stay a reference relative to the bundle, which the cache directory lacks.
-        options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
-                                         f"{partial.name}.data")
-        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
-                                         str(1 << 62))
+    partial = start_entry(entry, options) if entry is not None else None
     source = model if isinstance(model, bytes) else str(model)
     try:
         try:
             session = ort.InferenceSession(source, sess_options=options, providers=providers)
         except Exception:
-            if cached is None:
+            if partial is None:
                 raise
-            cached = None         # perhaps only the cache could not be written: once more without it
+            shutil.rmtree(partial, ignore_errors=True)
+            partial = None        # perhaps only the cache could not be written: once more without it
             session = ort.InferenceSession(source, sess_options=session_options(settings, provider), providers=providers)
     except Exception as e:  # ORT raises its own exception types for unreadable or invalid graphs
         message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         raise ModelLoadError(f"{label}: not a usable ONNX model ({message})") from None
-    if cached is not None:
-        try:
-            partial.replace(cached)      # atomic: a concurrent reader sees the whole file or none
-            prune_cache(cached.parent)
-        except OSError:
-            pass
+    if partial is not None:
+        finish_entry(partial, entry)
     if session.get_providers()[0] != PROVIDERS[provider]:
         raise ProviderError(f"CUDA was requested, but ONNX Runtime could not initialize it for {label} "
                             f"(it fell back to {session.get_providers()[0]}); check the CUDA and cuDNN "
@@ -181,9 +174,13 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
     return session
 
 
+CACHED_GRAPH, CACHED_WEIGHTS = "graph.onnx", "graph.onnx.data"    # the two files of a cache entry
+
+
 def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> Path | None:
-    """The cache path of ORT's optimized copy of `model` (CPU only: keyed by the file's path, size and
-    mtime, the onnxruntime version and the optimization level), or None when not caching."""
+    """The cache entry (a directory) of ORT's optimized copy of `model` (CPU only: keyed by the file's
+    path, size and mtime, the onnxruntime version, the optimization level and the CPU), or None when
+    not caching."""
     if (provider != "cpu" or not settings.cache_optimized or settings.graph_optimization == "disable"
             or os.environ.get("MT_ORT_CACHE") == "0"):
         return None
@@ -192,25 +189,89 @@ def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> Pat
     try:
         model = model.resolve()
         st = model.stat()
-        key = f"{model}|{st.st_size}|{st.st_mtime_ns}|{ort.__version__}|{settings.graph_optimization}"
+        key = (f"{model}|{st.st_size}|{st.st_mtime_ns}|{ort.__version__}|{settings.graph_optimization}|"
+               f"{cpu_signature()}")
         directory = cache_root() / "ort"
         directory.mkdir(parents=True, exist_ok=True)
         if not os.access(directory, os.W_OK):
             return None
     except OSError:               # no such file (ORT will say so) or no writable cache: just don't cache
         return None
-    return directory / f"{model.stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+    return directory / f"{model.stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+@functools.cache
+def cpu_signature() -> str:
+    """The CPU's model name and feature flags: the packed weights follow the kernels ORT picks for them,
+    and one cache directory may serve several machines (a home directory on a network share)."""
+    try:
+        found = {}
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                field = line.split(":", 1)[0].strip()
+                if field in ("model name", "flags"):
+                    found.setdefault(field, line.strip())
+                    if len(found) == 2:
+                        break
+        return " | ".join(found.values())
+    except OSError:               # not Linux
+        import platform
+        return f"{platform.machine()} {platform.processor()}"
+
+
+def start_entry(entry: Path, options: ort.SessionOptions) -> Path | None:
+    """A private directory for ORT to write the optimized copy into while it builds the session (None if
+    it cannot be made). Weights of 1 KiB and more go to a file beside the graph, each also packed the way
+    this CPU's kernels read it: a later load maps that file instead of reading and packing the weights
+    again, which halves the int8 encoder's session creation and lowers peak RSS by 10-14 MB
+    (PERF_NOTES.md, session 24). The bundle's shared table goes into that file too, so the entry stands
+    on its own."""
+    partial = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    try:
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+    except OSError:
+        return None
+    options.optimized_model_filepath = str(partial / CACHED_GRAPH)
+    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", CACHED_WEIGHTS)
+    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    options.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
+    return partial
+
+
+def finish_entry(partial: Path, entry: Path) -> None:
+    """Put the written copy in place (a rename: a concurrent reader sees a whole entry or none), set a
+    damaged entry aside first, and prune."""
+    old = entry.with_name(f".{entry.name}.{os.getpid()}.old")
+    try:
+        if entry.exists():
+            entry.rename(old)
+        partial.rename(entry)
+    except OSError:               # another process put its copy in place first: keep that one
+        shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    prune_cache(entry.parent)
 
 
 CACHE_ENTRIES = 8   # optimized graphs kept (most recently used first): a few bundles' worth
 
 
 def prune_cache(directory: Path, keep: int = CACHE_ENTRIES) -> None:
-    """Delete all but the `keep` most recently used optimized graphs (entries of moved or re-exported
-    bundles are never looked up again)."""
-    entries = sorted(directory.glob("*.onnx"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for stale in entries[keep:]:
-        stale.unlink(missing_ok=True)
+    """Delete all but the `keep` most recently used entries (those of moved or re-exported bundles are
+    never looked up again), leftovers of writers that stopped over an hour ago, and the single-file
+    entries of earlier versions."""
+    try:
+        items = list(directory.iterdir())
+        entries = sorted((p for p in items if p.is_dir() and not p.name.startswith(".")),
+                         key=lambda p: p.stat().st_mtime, reverse=True)
+        stale = entries[keep:] + [p for p in items if p.name.startswith(".") and p.stat().st_mtime < time.time() - 3600]
+    except OSError:
+        return
+    for path in stale + list(directory.glob("*.onnx")):
+        try:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        except OSError:           # gone already, or still open on a system that cannot delete it
+            pass
 
 
 def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig, path: Path) -> None:

@@ -42,17 +42,26 @@ def first_logits(translator):
     return translator.backend.step(state, np.array([2, 2]))[0]
 
 
-def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch):
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch, variant):
+    """Each graph's entry holds ORT's optimized graph and its weights packed for this CPU, and gives the
+    same logits as the bundle; a damaged entry is rebuilt, and single-file entries of earlier versions go."""
     monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MT_ORT_CACHE", "0")
-    plain = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
-    assert not (tmp_path / "cache" / "ort").exists()
+    load = lambda: first_logits(Translator(fixture_bundle, variant=variant, threads=ORT_THREADS))  # noqa: E731
+    plain = load()
+    cache = tmp_path / "cache" / "ort"
+    assert not cache.exists()
     monkeypatch.delenv("MT_ORT_CACHE")
-    written = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
-    entries = sorted((tmp_path / "cache" / "ort").glob("*.onnx"))
-    assert [e.name.split("-")[0] for e in entries] == ["decoder", "encoder"]
-    read = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
+    written = load()
+    entries = sorted(cache.iterdir())
+    assert [e.name.split("-")[0] for e in entries] == [f"decoder{'.int8' * (variant == 'int8')}",
+                                                      f"encoder{'.int8' * (variant == 'int8')}"]
+    assert all(sorted(p.name for p in e.iterdir()) == ["graph.onnx", "graph.onnx.data"] for e in entries)
+    read = load()
     assert np.array_equal(plain, written) and np.array_equal(plain, read)
-    entries[0].write_bytes(b"not a graph")             # damaged: optimized again and rewritten
-    again = first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))
-    assert np.array_equal(plain, again) and entries[0].stat().st_size > 100
+    (entries[0] / "graph.onnx").write_bytes(b"not a graph")      # damaged: optimized again and rewritten
+    (cache / "encoder-0123456789abcdef.onnx").write_bytes(b"an entry of an earlier version")
+    again = load()
+    assert np.array_equal(plain, again) and (entries[0] / "graph.onnx").stat().st_size > 100
+    assert sorted(cache.iterdir()) == entries
