@@ -8,9 +8,7 @@ the name of the file at fault.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import zipfile
 from pathlib import Path
 
 from . import bundle_format as bf
@@ -128,6 +126,7 @@ def extract_archive(archive: Path, dest: Path) -> None:
     """Unpack a .tar(.gz) or .zip (told apart by content) into `dest`, refusing paths that leave it."""
     import gzip  # only for archives: kept off mt-translate's start-up
     import tarfile
+    import zipfile
     import zlib
 
     try:
@@ -179,7 +178,8 @@ def find_bundle(root: Path, source: Path | str) -> Path:
 def unpack_archive(archive: Path) -> Path:
     """Unpack `archive` under the cache, keyed by its path, size and mtime, and return the bundle directory
     inside it. Unpacking goes to a temporary directory first, so an interrupted run leaves no half bundle."""
-    import shutil    # only for archives, like tarfile: kept off mt-translate's start-up
+    import hashlib   # only for archives, like tarfile: kept off mt-translate's start-up
+    import shutil
     import tempfile
 
     archive = archive.resolve()

@@ -15,7 +15,6 @@ no "files": they load without these checks, and `verify` says it has nothing to 
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,8 @@ CHUNK = 1 << 20
 
 
 def file_sha256(path: Path) -> str:
+    import hashlib   # OpenSSL's bindings: kept off mt-translate's start-up, which checks sizes only
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(CHUNK), b""):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -159,7 +158,7 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
         except Exception:
             if partial is None:
                 raise
-            shutil.rmtree(partial, ignore_errors=True)
+            remove(partial)
             partial = None        # perhaps only the cache could not be written: once more without it
             session = ort.InferenceSession(source, sess_options=session_options(settings, provider), providers=providers)
     except Exception as e:  # ORT raises its own exception types for unreadable or invalid graphs
@@ -228,7 +227,7 @@ def start_entry(entry: Path, options: ort.SessionOptions) -> Path | None:
     on its own."""
     partial = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
     try:
-        shutil.rmtree(partial, ignore_errors=True)
+        remove(partial)
         partial.mkdir()
     except OSError:
         return None
@@ -248,8 +247,8 @@ def finish_entry(partial: Path, entry: Path) -> None:
             entry.rename(old)
         partial.rename(entry)
     except OSError:               # another process put its copy in place first: keep that one
-        shutil.rmtree(partial, ignore_errors=True)
-    shutil.rmtree(old, ignore_errors=True)
+        remove(partial)
+    remove(old)
     prune_cache(entry.parent)
 
 
@@ -268,10 +267,19 @@ def prune_cache(directory: Path, keep: int = CACHE_ENTRIES) -> None:
     except OSError:
         return
     for path in stale + list(directory.glob("*.onnx")):
-        try:
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        except OSError:           # gone already, or still open on a system that cannot delete it
-            pass
+        remove(path)
+
+
+def remove(path: Path) -> None:
+    """Delete a cache entry or a leftover, directory or file, if it can be (it may be gone already, or
+    open on a system that cannot delete open files). shutil is imported here: with its compression
+    modules it would add 5 ms to every mt-translate start-up."""
+    import shutil
+
+    try:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    except OSError:
+        pass
 
 
 def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig, path: Path) -> None:
