@@ -12,6 +12,13 @@ from .repetition import Pieces
 from .search import DecodeOptions, DecoderBackend, Result, decode
 from .vocab import PAD_ID
 
+# The default budget of one decode: padded source tokens and rows (sentences x beam) in flight, across
+# the parallel batches. Both bound memory: the KV cache grows with rows x length, and the vocabulary-wide
+# activations of every step (about 0.4 MB a row at 16k pieces) with rows. 1024 and 32 instead of 4096
+# and 64 lowered mt-bench's peak RSS on the Zen 5 from 146-151 to 120 MB, and a 300-line file's greedy
+# peak from 227-255 to 140-143 MB, at the same speed (PERF_NOTES.md, session 24).
+MAX_TOKENS, MAX_SENTENCES = 1024, 32
+
 
 def length_batches(lengths: list[int], max_tokens: int, max_sentences: int) -> Iterator[list[int]]:
     """Indices grouped by similar length, each group within `max_tokens` padded tokens."""
@@ -34,7 +41,7 @@ def pad_batch(sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOptions,
-               max_tokens: int = 4096, max_sentences: int = 64, parallel_batches: int = 1,
+               max_tokens: int = MAX_TOKENS, max_sentences: int = MAX_SENTENCES, parallel_batches: int = 1,
                pieces: Pieces | None = None, prefixes: list[Prefix | None] | None = None) -> list[Result]:
     """Decode every source (encoder ids) and return the results in input order. `pieces`: the
     vocabulary, so that the loop ban sees words (repetition.py); `prefixes`, one per source (None:

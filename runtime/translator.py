@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
-from .batching import decode_all
+from .batching import MAX_SENTENCES, MAX_TOKENS, decode_all
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_options import DecodeOptions
@@ -316,8 +316,8 @@ class Translator:
 
     def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
                  variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
-                 spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int = 4096,
-                 max_batch_sentences: int = 64, parallel_batches: int | None = None):
+                 spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int = MAX_TOKENS,
+                 max_batch_sentences: int = MAX_SENTENCES, parallel_batches: int | None = None):
         """Load a bundle: a directory or a .tar.gz / .zip archive; None = the default model (`bundle.default_model`).
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
@@ -367,7 +367,8 @@ class Translator:
 
     @classmethod
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
-                     variant: str = "fp32", max_batch_tokens: int = 4096, max_batch_sentences: int = 64) -> "Translator":
+                     variant: str = "fp32", max_batch_tokens: int = MAX_TOKENS,
+                     max_batch_sentences: int = MAX_SENTENCES) -> "Translator":
         """A Translator over any `search.DecoderBackend`, e.g. the PyTorch model (mt-eval on a checkpoint)."""
         check_count("max_batch_tokens", max_batch_tokens)
         check_count("max_batch_sentences", max_batch_sentences)
