@@ -14,10 +14,16 @@ from .vocab import PAD_ID
 
 # The default budget of one decode: padded source tokens and rows (sentences x beam) in flight, across
 # the parallel batches. Both bound memory: the KV cache grows with rows x length, and the vocabulary-wide
-# activations of every step (about 0.4 MB a row at 16k pieces) with rows. 1024 and 32 instead of 4096
-# and 64 lowered mt-bench's peak RSS on the Zen 5 from 146-151 to 120 MB, and a 300-line file's greedy
-# peak from 227-255 to 140-143 MB, at the same speed (PERF_NOTES.md, session 24).
-MAX_TOKENS, MAX_SENTENCES = 1024, 32
+# activations of every step (about 0.4 MB a row at 16k pieces) with rows. The int8 CPU graphs run as
+# fast on the smaller budget: on the Zen 5 it lowered mt-bench's peak RSS from 146-151 to 120 MB and a
+# 300-line file's greedy peak from 227-255 to 140-143 MB at the same speed, where it cost the fp32
+# graphs, whose larger GEMMs gain from more rows, 12-33% of their beam throughput (PERF_NOTES.md, session 24).
+BUDGET = (4096, 64)              # (max_tokens, max_sentences)
+INT8_BUDGET = (1024, 32)
+
+
+def default_budget(variant: str) -> tuple[int, int]:
+    return INT8_BUDGET if variant == "int8" else BUDGET
 
 
 def length_batches(lengths: list[int], max_tokens: int, max_sentences: int) -> Iterator[list[int]]:
@@ -41,7 +47,7 @@ def pad_batch(sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOptions,
-               max_tokens: int = MAX_TOKENS, max_sentences: int = MAX_SENTENCES, parallel_batches: int = 1,
+               max_tokens: int = BUDGET[0], max_sentences: int = BUDGET[1], parallel_batches: int = 1,
                pieces: Pieces | None = None, prefixes: list[Prefix | None] | None = None) -> list[Result]:
     """Decode every source (encoder ids) and return the results in input order. `pieces`: the
     vocabulary, so that the loop ban sees words (repetition.py); `prefixes`, one per source (None:

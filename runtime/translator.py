@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
-from .batching import MAX_SENTENCES, MAX_TOKENS, decode_all
+from .batching import decode_all, default_budget
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_options import DecodeOptions
@@ -316,8 +316,8 @@ class Translator:
 
     def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
                  variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
-                 spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int = MAX_TOKENS,
-                 max_batch_sentences: int = MAX_SENTENCES, parallel_batches: int | None = None):
+                 spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int | None = None,
+                 max_batch_sentences: int | None = None, parallel_batches: int | None = None):
         """Load a bundle: a directory or a .tar.gz / .zip archive; None = the default model (`bundle.default_model`).
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
@@ -328,7 +328,7 @@ class Translator:
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
         max_batch_tokens / max_batch_sentences: the padded tokens and rows (sentences x beam) decoded
-        together. parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU
+        together (None: 1024 and 32 on the int8 graphs, 4096 and 64 on the others; `batching.default_budget`). parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU
         with 2 or more threads, else 1; see `batching.decode_all`).
         """
         from .onnx_backend import SessionSettings, available_cpus
@@ -339,8 +339,8 @@ class Translator:
             raise TranslationError(f"unknown variant {variant!r} (expected auto, fp32, int8 or fp16)")
         check_count("threads", threads, optional=True)
         check_count("parallel_batches", parallel_batches, optional=True)
-        check_count("max_batch_tokens", max_batch_tokens)
-        check_count("max_batch_sentences", max_batch_sentences)
+        check_count("max_batch_tokens", max_batch_tokens, optional=True)
+        check_count("max_batch_sentences", max_batch_sentences, optional=True)
         if graph_optimization not in ("disable", "basic", "extended", "all"):
             raise TranslationError(f"unknown graph_optimization {graph_optimization!r} "
                                    "(expected disable, basic, extended or all)")
@@ -367,11 +367,11 @@ class Translator:
 
     @classmethod
     def from_backend(cls, backend, tokenizer, config: BundleConfig, path: Path, provider: str = "cpu",
-                     variant: str = "fp32", max_batch_tokens: int = MAX_TOKENS,
-                     max_batch_sentences: int = MAX_SENTENCES) -> "Translator":
+                     variant: str = "fp32", max_batch_tokens: int | None = None,
+                     max_batch_sentences: int | None = None) -> "Translator":
         """A Translator over any `search.DecoderBackend`, e.g. the PyTorch model (mt-eval on a checkpoint)."""
-        check_count("max_batch_tokens", max_batch_tokens)
-        check_count("max_batch_sentences", max_batch_sentences)
+        check_count("max_batch_tokens", max_batch_tokens, optional=True)
+        check_count("max_batch_sentences", max_batch_sentences, optional=True)
         self = cls.__new__(cls)
         self.provider_note = ""
         self._setup(backend, tokenizer, config, Path(path), provider, variant, max_batch_tokens, max_batch_sentences, 1)
@@ -386,8 +386,9 @@ class Translator:
         self.path = path
         self.provider = provider
         self.variant = variant
-        self.max_batch_tokens = max_batch_tokens
-        self.max_batch_sentences = max_batch_sentences
+        budget = default_budget(variant)
+        self.max_batch_tokens = max_batch_tokens or budget[0]
+        self.max_batch_sentences = max_batch_sentences or budget[1]
         self.parallel_batches = parallel_batches
         # Targets the model was trained to produce; a tag alone (e.g. a reverse direction never
         # trained) would give fluent-looking garbage.

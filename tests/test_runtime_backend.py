@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime import ProviderError, Translator, TranslationError
-from mtkit.runtime.batching import pad_batch
+from mtkit.runtime.batching import BUDGET, INT8_BUDGET, pad_batch
 from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
 from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows, sentence_groups
 from mtkit.runtime.translator import PARALLEL_BATCHES
@@ -235,3 +235,14 @@ def test_auto_provider_falls_back_to_cpu_and_says_why(fixture_bundle):
     assert t.provider == "cpu" and t.variant == "int8"
     assert "CUDA" in t.provider_note
     assert t.backend.decoder.get_providers()[0] == "CPUExecutionProvider"
+
+
+def test_the_decode_budget_follows_the_variant(fixture_bundle):
+    """The int8 graphs decode fewer rows at once by default (`batching.default_budget`); a budget given is kept."""
+    int8 = Translator(fixture_bundle, variant="int8", threads=1)
+    fp32 = Translator(fixture_bundle, variant="fp32", threads=1)
+    given = Translator(fixture_bundle, variant="int8", threads=1, max_batch_tokens=2000, max_batch_sentences=12)
+    assert (int8.max_batch_tokens, int8.max_batch_sentences) == INT8_BUDGET
+    assert (fp32.max_batch_tokens, fp32.max_batch_sentences) == BUDGET
+    assert (given.max_batch_tokens, given.max_batch_sentences) == (2000, 12)
+    assert INT8_BUDGET[1] < BUDGET[1]
