@@ -21,10 +21,10 @@ cache memory at beam 4, and no re-gather at the first expansion.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -141,8 +141,9 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
     providers = [PROVIDERS[provider]] + (["CPUExecutionProvider"] if provider == "cuda" else [])
     label = name or str(model)
     options = session_options(settings, provider)
-    entry = optimized_copy(Path(model), provider, settings) if not isinstance(model, bytes) else None
-    if entry is not None and (entry / CACHED_GRAPH).is_file():
+    cached = optimized_copy(Path(model), provider, settings) if not isinstance(model, bytes) else None
+    entry, key = cached or (None, "")
+    if entry is not None and entry_key(entry) == key and (entry / CACHED_GRAPH).is_file():
         try:   # already optimized: load it as it is
             loaded = session_options(replace(settings, graph_optimization="disable"), provider)
             session = ort.InferenceSession(str(entry / CACHED_GRAPH), sess_options=loaded, providers=providers)
@@ -150,7 +151,7 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
             return session
         except Exception:   # a damaged cache entry: optimize the bundle's graph again, and rewrite it
             pass
-    partial = start_entry(entry, options) if entry is not None else None
+    partial = start_entry(entry, key, options) if entry is not None else None
     source = model if isinstance(model, bytes) else str(model)
     try:
         try:
@@ -173,11 +174,11 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
     return session
 
 
-CACHED_GRAPH, CACHED_WEIGHTS = "graph.onnx", "graph.onnx.data"    # the two files of a cache entry
+CACHED_GRAPH, CACHED_WEIGHTS, CACHED_KEY = "graph.onnx", "graph.onnx.data", "key"    # a cache entry's files
 
 
-def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> Path | None:
-    """The cache entry (a directory) of ORT's optimized copy of `model` (CPU only: keyed by the file's
+def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> tuple[Path, str] | None:
+    """The cache entry (a directory) of ORT's optimized copy of `model` and its key (CPU only: the file's
     path, size and mtime, the onnxruntime version, the optimization level and the CPU), or None when
     not caching."""
     if (provider != "cpu" or not settings.cache_optimized or settings.graph_optimization == "disable"
@@ -196,7 +197,17 @@ def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> Pat
             return None
     except OSError:               # no such file (ORT will say so) or no writable cache: just don't cache
         return None
-    return directory / f"{model.stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    # Named by zlib's checksums, not hashlib's: importing OpenSSL's bindings took 3% of mt-translate's
+    # start-up. The key file inside the entry settles a clash of names.
+    data = key.encode()
+    return directory / f"{model.stem}-{zlib.crc32(data):08x}{zlib.adler32(data):08x}", key
+
+
+def entry_key(entry: Path) -> str | None:
+    try:
+        return (entry / CACHED_KEY).read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 @functools.cache
@@ -218,7 +229,7 @@ def cpu_signature() -> str:
         return f"{platform.machine()} {platform.processor()}"
 
 
-def start_entry(entry: Path, options: ort.SessionOptions) -> Path | None:
+def start_entry(entry: Path, key: str, options: ort.SessionOptions) -> Path | None:
     """A private directory for ORT to write the optimized copy into while it builds the session (None if
     it cannot be made). Weights of 1 KiB and more go to a file beside the graph, each also packed the way
     this CPU's kernels read it: a later load maps that file instead of reading and packing the weights
@@ -229,6 +240,7 @@ def start_entry(entry: Path, options: ort.SessionOptions) -> Path | None:
     try:
         remove(partial)
         partial.mkdir()
+        (partial / CACHED_KEY).write_text(key, encoding="utf-8")
     except OSError:
         return None
     options.optimized_model_filepath = str(partial / CACHED_GRAPH)

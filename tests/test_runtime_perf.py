@@ -44,8 +44,9 @@ def first_logits(translator):
 
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
 def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch, variant):
-    """Each graph's entry holds ORT's optimized graph and its weights packed for this CPU, and gives the
-    same logits as the bundle; a damaged entry is rebuilt, and single-file entries of earlier versions go."""
+    """Each graph's entry holds ORT's optimized graph, its weights packed for this CPU and its key, and gives
+    the same logits as the bundle; a damaged entry or another graph's is rebuilt, and single-file entries of
+    earlier versions go."""
     monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MT_ORT_CACHE", "0")
     load = lambda: first_logits(Translator(fixture_bundle, variant=variant, threads=ORT_THREADS))  # noqa: E731
@@ -57,7 +58,7 @@ def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch, variant):
     entries = sorted(cache.iterdir())
     assert [e.name.split("-")[0] for e in entries] == [f"decoder{'.int8' * (variant == 'int8')}",
                                                       f"encoder{'.int8' * (variant == 'int8')}"]
-    assert all(sorted(p.name for p in e.iterdir()) == ["graph.onnx", "graph.onnx.data"] for e in entries)
+    assert all(sorted(p.name for p in e.iterdir()) == ["graph.onnx", "graph.onnx.data", "key"] for e in entries)
     read = load()
     assert np.array_equal(plain, written) and np.array_equal(plain, read)
     (entries[0] / "graph.onnx").write_bytes(b"not a graph")      # damaged: optimized again and rewritten
@@ -65,3 +66,5 @@ def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch, variant):
     again = load()
     assert np.array_equal(plain, again) and (entries[0] / "graph.onnx").stat().st_size > 100
     assert sorted(cache.iterdir()) == entries
+    (entries[1] / "key").write_text("another graph's key")   # a clash of names: not used, rebuilt
+    assert np.array_equal(plain, load()) and (entries[1] / "key").read_text() != "another graph's key"
