@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -99,6 +100,21 @@ def load_dataset(data_dir: Path | None, name: str, src: str, tgt: str, limit: in
 
 # ----- engines ------------------------------------------------------------------------------------
 
+def ct2_cuda_problem() -> str | None:
+    """Why CTranslate2's CUDA engines would fail although it sees a GPU: its 4.x wheels load CUDA 12's
+    cuBLAS at the first translation, and a machine with CUDA 13 alone has none (the H100 lent on
+    2026-11-27: "libcublas.so.12: cannot open shared object file"). Checked on Linux only."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcublas.so.12")
+    except OSError:
+        return "CTranslate2's CUDA build needs CUDA 12's cuBLAS (libcublas.so.12), which this machine lacks"
+    return None
+
+
 def gpu_reasons() -> dict[str, str | None]:
     """Why each GPU engine cannot run here (None = it can)."""
     try:
@@ -119,7 +135,7 @@ def gpu_reasons() -> dict[str, str | None]:
         if spec.kind == "torch":
             reasons[spec.name] = None if torch.cuda.is_available() else "torch sees no CUDA device"
         elif spec.kind == "ct2":
-            reasons[spec.name] = ct2_missing or (None if ct2_gpus else "CTranslate2 sees no CUDA device")
+            reasons[spec.name] = ct2_missing or (ct2_cuda_problem() if ct2_gpus else "CTranslate2 sees no CUDA device")
         else:
             reasons[spec.name] = None if "CUDAExecutionProvider" in ort.get_available_providers() else \
                 "this onnxruntime has no CUDAExecutionProvider (the gpu extra installs onnxruntime-gpu)"

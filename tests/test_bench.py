@@ -368,3 +368,23 @@ def test_the_ct2_worker_imports_only_what_ctranslate2_needs():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_ct2_cuda_engines_are_skipped_without_cuda_12s_cublas(monkeypatch):
+    """CTranslate2 seeing a GPU is not enough: its CUDA build needs libcublas.so.12, and without it the
+    engines are skipped with that reason instead of failing at their first sentence."""
+    import ctypes
+
+    import ctranslate2
+
+    from mtkit.benchmarks.bench import gpu_reasons
+
+    monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)   # as on a GPU machine
+    try:
+        ctypes.CDLL("libcublas.so.12")
+        present = True
+    except OSError:
+        present = False
+    reasons = gpu_reasons()
+    for name in ("ct2-cuda-fp32", "ct2-cuda-fp16"):
+        assert reasons[name] is None if present else "libcublas.so.12" in reasons[name]
