@@ -212,18 +212,19 @@ def entry_key(entry: Path) -> str | None:
 
 @functools.cache
 def cpu_signature() -> str:
-    """The CPU's model name and feature flags: the packed weights follow the kernels ORT picks for them,
-    and one cache directory may serve several machines (a home directory on a network share)."""
+    """The first CPU's model and feature flags (x86: "model name", "flags"; Arm: "CPU part", "Features"):
+    the packed weights follow the kernels ORT picks for them, and one cache directory may serve several
+    machines (a home directory on a network share)."""
+    fields = ("model name", "flags", "CPU implementer", "CPU part", "Features")
     try:
-        found = {}
+        found = []
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
-                field = line.split(":", 1)[0].strip()
-                if field in ("model name", "flags"):
-                    found.setdefault(field, line.strip())
-                    if len(found) == 2:
-                        break
-        return " | ".join(found.values())
+                if not line.strip():      # the end of the first CPU's block
+                    break
+                if line.split(":", 1)[0].strip() in fields:
+                    found.append(line.strip())
+        return " | ".join(found)
     except OSError:               # not Linux
         import platform
         return f"{platform.machine()} {platform.processor()}"

@@ -68,3 +68,17 @@ def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch, variant):
     assert sorted(cache.iterdir()) == entries
     (entries[1] / "key").write_text("another graph's key")   # a clash of names: not used, rebuilt
     assert np.array_equal(plain, load()) and (entries[1] / "key").read_text() != "another graph's key"
+
+
+def test_the_cache_key_names_this_cpu():
+    """Packed weights are specific to the CPU's kernels, so the cache key holds the first CPU's model and
+    flags, read from its own block of /proc/cpuinfo."""
+    from pathlib import Path
+
+    from mtkit.runtime.onnx_backend import cpu_signature
+
+    if not Path("/proc/cpuinfo").is_file():
+        pytest.skip("no /proc/cpuinfo")
+    signature = cpu_signature()
+    assert ("model name" in signature or "CPU part" in signature) and ("flags" in signature or "Features" in signature)
+    assert signature.count("flags") + signature.count("Features") == 1     # one CPU's, not every CPU's
