@@ -15,7 +15,7 @@ from mtkit.runtime.cli_support import CommandError, command, require
 from mtkit.runtime.decode_options import DecodeOptions
 
 from .bench import DATASETS, BenchConfig, BenchError, run_benchmark
-from .engines import ENGINES
+from .engines import ENGINES, EXTRA_ENGINES
 
 EPILOG = ("Exit status: 0 done, 1 error, an engine failed or none was measured, 2 usage, 130 interrupted, "
           "143 terminated.")
@@ -56,7 +56,8 @@ def _names(value: str) -> list[str]:
 @click.option("--cold-reps", type=click.IntRange(1), default=3, show_default=True,
               help="Fresh processes timed for the cold start.")
 @click.option("--engines", default=None,
-              help=f"Comma-separated engines (default: all; GPU ones skip without CUDA): {', '.join(ENGINES)}.")
+              help=f"Comma-separated engines (default: all but {', '.join(e.name for e in EXTRA_ENGINES)}; GPU ones "
+                   f"skip without CUDA): {', '.join(ENGINES)}.")
 @click.option("--bundle", type=click.Path(path_type=Path), default=None,
               help="Use this bundle, exported from CHECKPOINT, instead of exporting one.")
 @click.option("--ct2-dir", type=click.Path(path_type=Path), default=None,
