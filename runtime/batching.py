@@ -14,10 +14,11 @@ from .vocab import PAD_ID
 
 # The default budget of one decode: padded source tokens and rows (sentences x beam) in flight, across
 # the parallel batches. Both bound memory: the KV cache grows with rows x length, and the vocabulary-wide
-# activations of every step (about 0.4 MB a row at 16k pieces) with rows. The int8 CPU graphs run as
-# fast on the smaller budget: on the Zen 5 it lowered mt-bench's peak RSS from 146-151 to 120 MB and a
-# 300-line file's greedy peak from 227-255 to 140-143 MB at the same speed, where it cost the fp32
-# graphs, whose larger GEMMs gain from more rows, 12-33% of their beam throughput (PERF_NOTES.md, session 24).
+# activations of every step (about 0.4 MB a row at 16k pieces) with rows. On the int8 CPU graphs the
+# smaller budget lowered mt-bench's peak RSS on the Zen 5 from 141-151 to 117-120 MB (under CTranslate2's)
+# and a 300-line file's greedy peak from 227-255 to 140-143 MB, for 3-8% of beam throughput (both budgets
+# in the same mt-bench runs: `ort-int8-64`). It cost the fp32 graphs, whose larger GEMMs gain from more
+# rows, 12-33% of theirs, so they keep the larger one (PERF_NOTES.md, session 24).
 BUDGET = (4096, 64)              # (max_tokens, max_sentences)
 INT8_BUDGET = (1024, 32)
 
