@@ -4,7 +4,7 @@ MLAS takes its AMX kernel for every u8 x s8 product once the kernel grants the p
 state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`), and there is no switch to refuse it. A seccomp filter
 that fails that one call makes MLAS fall back to its AVX512-VNNI kernels, in a process of its own.
 Fresh processes with and without the filter take turns; each loads the shipped int8 bundle and times
-beam 4 on requests of 32 and greedy one sentence at a time, as mt-bench does:
+beam 4 on requests of 32 and greedy one sentence at a time with mt-bench's own engine and timing loops:
 
     python -m mtkit.benchmarks.amx [--rounds 3] [--limit 100] [--out FILE.json]
 
@@ -23,7 +23,6 @@ import statistics
 import struct
 import subprocess
 import sys
-import time
 
 from .bench import DATASETS   # mt-bench's two test sets; importing it loads neither onnxruntime nor torch
 
@@ -58,28 +57,22 @@ def amx_state() -> str:
 def child(arm: str, limit: int) -> dict:
     if arm == "no-amx":
         refuse_amx()
+    from mtkit.runtime.bundle import resolve_model
     from mtkit.runtime.data_dir import corpus_file, default_data_dir
     from mtkit.runtime.text_io import read_lines
-    from mtkit.runtime.translator import Translator
 
-    translator = Translator(threads=2)
+    from .engines import load
+    from .worker import measure_latency, measure_throughput
+
+    engine = load("ort-int8", {"bundle": str(resolve_model(None))}, threads=2)   # the shipped model
     result = {"arm": arm, "amx": amx_state(), "sets": {}}
     for name, prefix in DATASETS.items():
         lines = read_lines(corpus_file(default_data_dir(), prefix, "de"))[:limit]
-        run = lambda batch, beam: [t.text for t in translator.translate(batch, to="en", from_lang="de", beam_size=beam,  # noqa: E731
-                                                                        split_sentences=False)]
-        run(lines[:3], 4)                                               # warm-up
-        start, beam_out = time.perf_counter(), []
-        for i in range(0, len(lines), 32):
-            beam_out += run(lines[i:i + 32], 4)
-        beam_s = time.perf_counter() - start
-        greedy_ms, greedy_out = [], []
-        for line in lines:
-            start = time.perf_counter()
-            greedy_out += run([line], 1)
-            greedy_ms.append(1000 * (time.perf_counter() - start))
+        (beam,), beam_out = measure_throughput(engine, lines, "de", "en", reps=1, warmup=1, beam_size=4, batch_size=32)
+        greedy_s, greedy_out = measure_latency(engine, lines, "de", "en", reps=1, warmup=3)
         digest = hashlib.sha256("\n".join(beam_out + greedy_out).encode()).hexdigest()[:16]
-        result["sets"][name] = {"beam_s": beam_s, "greedy_p50_ms": statistics.median(greedy_ms), "outputs": digest}
+        result["sets"][name] = {"beam_s": beam["seconds"], "greedy_p50_ms": 1000 * statistics.median(greedy_s),
+                                "outputs": digest}
     return result
 
 

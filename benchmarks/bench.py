@@ -120,13 +120,13 @@ def gpu_reasons() -> dict[str, str | None]:
     try:
         import ctranslate2
     except ImportError:
-        ct2_missing = "ctranslate2 is not installed (the bench extra)"
+        ct2_reason = "ctranslate2 is not installed (the bench extra)"
     else:
-        ct2_missing = None
         try:
             ct2_gpus = ctranslate2.get_cuda_device_count()
         except Exception:  # a CPU-only build may raise instead of returning 0
             ct2_gpus = 0
+        ct2_reason = ct2_cuda_problem() if ct2_gpus else "CTranslate2 sees no CUDA device"
     import onnxruntime as ort
     import torch
 
@@ -135,7 +135,7 @@ def gpu_reasons() -> dict[str, str | None]:
         if spec.kind == "torch":
             reasons[spec.name] = None if torch.cuda.is_available() else "torch sees no CUDA device"
         elif spec.kind == "ct2":
-            reasons[spec.name] = ct2_missing or (ct2_cuda_problem() if ct2_gpus else "CTranslate2 sees no CUDA device")
+            reasons[spec.name] = ct2_reason
         else:
             reasons[spec.name] = None if "CUDAExecutionProvider" in ort.get_available_providers() else \
                 "this onnxruntime has no CUDAExecutionProvider (the gpu extra installs onnxruntime-gpu)"
@@ -237,7 +237,8 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
             log(f"{spec.name}: failed ({failed[spec.name]['error']})")
     runnable = [s for s in chosen if s.name not in skip and s.name not in failed]
     text = datasets[0]["sources"][0]
-    prime({s.name: cmd for s in runnable if (cmd := cold_start_command(s, artifacts, cfg, text))}, cfg)
+    cold_commands = {s.name: cmd for s in runnable if (cmd := cold_start_command(s, artifacts, cfg, text))}
+    prime(cold_commands, cfg)
     measured = run_rounds(runnable, artifacts, datasets, cfg, work, log) | failed
     engines, outputs = {}, {}
     for spec in chosen:
@@ -247,7 +248,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
     if not outputs:      # empty tables would only overwrite earlier results
         raise BenchError("no engine was measured, so no results were written: " +
                          "; ".join(f"{n}: {e['status']} ({e['note']})" for n, e in engines.items()))
-    measure_cold_starts(chosen, engines, artifacts, cfg, datasets[0]["sources"][0], log)
+    measure_cold_starts(chosen, engines, cold_commands, cfg, log)
     report.add_ratios(engines, outputs)
 
     results = {
@@ -303,16 +304,15 @@ def save_outputs(spec: EngineSpec, raw: dict, datasets: list[dict], out_txt: Pat
     return outputs
 
 
-def measure_cold_starts(chosen: list[EngineSpec], engines: dict, artifacts: dict, cfg: BenchConfig, text: str,
-                        log) -> None:
+def measure_cold_starts(chosen: list[EngineSpec], engines: dict, cold_commands: dict[str, list[str]],
+                        cfg: BenchConfig, log) -> None:
     """Each measured engine's cold start, into its entry (the PyTorch reference has none)."""
     commands = {}
     for spec in chosen:
         if engines[spec.name]["status"] != "ok":
             continue
-        cmd = cold_start_command(spec, artifacts, cfg, text)
-        if cmd:
-            commands[spec.name] = cmd
+        if spec.name in cold_commands:
+            commands[spec.name] = cold_commands[spec.name]
         else:
             engines[spec.name]["cold_start"] = {"note": "not measured for the PyTorch reference"}
     if commands:

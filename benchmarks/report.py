@@ -104,7 +104,7 @@ def markdown(results: dict) -> str:
         f"target tokens/s; medians of {_n(s['reps'], 'round', 'rounds')}, each engine a fresh process per round "
         f"(engines take turns, after one untimed fresh process each), {warmups} each; "
         f"cold start = median of {_n(s['cold_reps'], 'fresh process', 'fresh processes')} translating one sentence "
-        f"(beam {s['beam_size']}), run in rounds across engines after one untimed round (warm file cache and "
+        f"(beam {s['beam_size']}), run in rounds across engines after the rounds above (warm file cache and "
         "optimized-graph cache)",
         f"- **Date:** {results['created']}",
         f"- **Outputs:** each engine's greedy and beam translations, in `{Path(results['work_dir']) / 'outputs'}/`",

@@ -102,8 +102,9 @@ def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text
 def prime(commands: dict[str, list[str]], cfg: BenchConfig) -> None:
     """Run each engine's cold-start process once, untimed, before the rounds. The first load after an
     export builds the runtime's optimized-graph cache (about 12 MB more peak RSS in that process, on
-    the Zen 5): a one-off per machine that the rounds, which report the highest peak of any round,
-    should not count. It also fills the file cache for every engine alike. Failures show in the rounds."""
+    the Zen 5): a one-off per machine that neither the rounds, which report the highest peak of any
+    round, nor the cold starts should count. It also fills the file cache for every engine alike.
+    Failures show in the rounds."""
     for cmd in commands.values():
         try:
             subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, timeout=cfg.timeout)
@@ -113,10 +114,10 @@ def prime(commands: dict[str, list[str]], cfg: BenchConfig) -> None:
 
 def cold_starts(commands: dict[str, list[str]], cfg: BenchConfig) -> dict[str, dict]:
     """Time each engine's fresh process `cfg.cold_reps` times, in rounds that run every engine once
-    (so a slow minute of a shared machine hits all engines alike). An untimed first round fills the
-    file cache and the runtime's cache of optimized graphs, as any earlier use would have."""
+    (so a slow minute of a shared machine hits all engines alike). Run after `prime` and the rounds,
+    so the file cache and the runtime's cache of optimized graphs are warm, as after any earlier use."""
     results = {name: {"runs": []} for name in commands}
-    for round_ in range(max(cfg.cold_reps, 1) + 1):
+    for _ in range(max(cfg.cold_reps, 1)):
         for name, cmd in commands.items():
             if "error" in results[name]:
                 continue
@@ -131,7 +132,7 @@ def cold_starts(commands: dict[str, list[str]], cfg: BenchConfig) -> dict[str, d
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-2:]
                 results[name] = {"error": f"exit status {proc.returncode}: {' | '.join(tail)}", "command": cmd}
-            elif round_:
+            else:
                 results[name]["runs"].append(seconds)
                 results[name]["output"] = proc.stdout.strip()[:200]
     for result in results.values():

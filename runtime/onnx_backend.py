@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 import time
 import zlib
 from dataclasses import dataclass, field, replace
@@ -88,26 +87,18 @@ def cuda_available() -> bool:
     return PROVIDERS["cuda"] in ort.get_available_providers()
 
 
-_arena_lock = threading.Lock()
-_arena_registered = False
-
-
+@functools.cache
 def shared_cpu_arena() -> None:
     """Register one CPU arena with ONNX Runtime's environment, once per process; sessions opt in with
     "session.use_env_allocators". The encoder's and the decoder's activations are never live at once, and
     with one arena apiece each kept its own high-water mark: sharing one lowered mt-bench's peak RSS by about
     12 MB at the same speed (PERF_NOTES.md, session 24). What the arena holds stays with the process until
     it exits, also after its Translators are gone (memory_arena=False avoids the arena)."""
-    global _arena_registered
-    with _arena_lock:
-        if _arena_registered:
-            return
-        info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
-        try:
-            ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, -1, -1, -1))   # ORT's default arena
-        except Exception:      # the embedding application registered one already: share that one
-            pass
-        _arena_registered = True
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+    try:
+        ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, -1, -1, -1))   # ORT's default arena
+    except Exception:   # registered already: by the embedding application, or by a session built at the same time
+        pass
 
 
 def session_options(settings: SessionSettings, provider: str = "cpu") -> ort.SessionOptions:

@@ -328,8 +328,9 @@ class Translator:
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
         max_batch_tokens / max_batch_sentences: the padded tokens and rows (sentences x beam) decoded
-        together (None: 1024 and 32 on the int8 graphs, 4096 and 64 on the others; `batching.default_budget`). parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU
-        with 2 or more threads, else 1; see `batching.decode_all`).
+        together (None: 1024 and 32 on the int8 graphs, 4096 and 64 on the others; `batching.default_budget`).
+        parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU with 2 or more
+        threads, else 1; see `batching.decode_all`).
         """
         from .onnx_backend import SessionSettings, available_cpus
 
