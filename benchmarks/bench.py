@@ -62,6 +62,7 @@ class BenchConfig:
     rebuild: bool = False
     timeout: float = 3600.0                   # seconds per engine process
     machine_name: str | None = None           # default: `machine_slug`; names the default out_dir
+    launcher: list[str] = field(default_factory=list)   # a command prefix for every engine process
 
 
 # ----- data ---------------------------------------------------------------------------------------
@@ -261,7 +262,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
         "machine": machine,
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                      if k in ("threads", "reps", "warmup", "beam_size", "batch_size", "cold_reps", "limit",
-                              "src_lang", "tgt_lang")},
+                              "src_lang", "tgt_lang", "launcher")},
         "datasets": {d["name"]: {"path": d["path"], "sentences": len(d["sources"])} for d in datasets},
         "gpu": gpu,
         "engines": engines,

@@ -6,6 +6,7 @@ work without them. Exit statuses: EPILOG below.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -70,8 +71,11 @@ def _names(value: str) -> list[str]:
 @click.option("--machine-name", default=None,
               help="The machine's name in the results, and of the default results subdirectory "
                    "(default: from the CPU).")
+@click.option("--launcher", default="", metavar="COMMAND",
+              help="A command prefix for every engine process (split as a shell would), e.g. 'taskset -c 0,1' "
+                   "or devtools/avx2-only; the cold starts include its start-up.")
 def main(checkpoint, out_dir, work_dir, data_dir, datasets, src_lang, tgt_lang, limit, threads, reps, warmup,
-         beam_size, batch_size, cold_reps, engines, bundle, ct2_dir, rebuild, timeout, machine_name):
+         beam_size, batch_size, cold_reps, engines, bundle, ct2_dir, rebuild, timeout, machine_name, launcher):
     """Benchmark CHECKPOINT (a .pt from mt-train) on every engine, with the same sentences and settings;
     write results.json, results.md and results.png."""
     names = _names(engines) if engines is not None else None          # [] (--engines ,) is an error
@@ -81,7 +85,8 @@ def main(checkpoint, out_dir, work_dir, data_dir, datasets, src_lang, tgt_lang, 
                       datasets=_names(datasets), src_lang=src_lang, tgt_lang=tgt_lang, limit=limit,
                       threads=threads, reps=reps, warmup=warmup, beam_size=beam_size, batch_size=batch_size,
                       cold_reps=cold_reps, engines=names, bundle=bundle,
-                      ct2_dir=ct2_dir, rebuild=rebuild, timeout=timeout, machine_name=machine_name)
+                      ct2_dir=ct2_dir, rebuild=rebuild, timeout=timeout, machine_name=machine_name,
+                      launcher=shlex.split(launcher))
     try:
         results, out = run_benchmark(cfg, log=lambda message: click.echo(message, err=True))
     except BenchError as e:

@@ -5,6 +5,7 @@ results.md (tables) and results.png (bars)."""
 from __future__ import annotations
 
 import json
+import shlex
 import statistics
 from pathlib import Path
 
@@ -106,6 +107,8 @@ def markdown(results: dict) -> str:
         f"cold start = median of {_n(s['cold_reps'], 'fresh process', 'fresh processes')} translating one sentence "
         f"(beam {s['beam_size']}), run in rounds across engines after the rounds above (warm file cache and "
         "optimized-graph cache)",
+        *([f"- **Launcher:** every engine process ran under `{shlex.join(s['launcher'])}` (cold starts include "
+            "its start-up)"] if s.get("launcher") else []),
         f"- **Date:** {results['created']}",
         f"- **Outputs:** each engine's greedy and beam translations, in `{Path(results['work_dir']) / 'outputs'}/`",
         "",

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 
 def _env(threads: int) -> dict:
+    """The workers' environment: every library's thread pool capped at the engine's threads. The
+    cold-start commands run in the caller's own environment instead: each CLI is given its threads
+    on its command line, as a user runs it, and keeps its own defaults (mt-translate keeps numpy's
+    unused OpenBLAS pool to one thread, which a cap of two here would override: 8-14 ms of its start
+    on the 2-core Zen 5)."""
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
@@ -36,7 +41,7 @@ def run_worker(spec: EngineSpec, artifacts: dict, datasets: list[dict], cfg: Ben
            "warmup": cfg.warmup, "beam_size": cfg.beam_size, "batch_size": cfg.batch_size,
            "datasets": [{k: d[k] for k in ("name", "sources", "src_lang", "tgt_lang")} for d in datasets]}
     job_path.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
-    cmd = [sys.executable, "-m", "mtkit.benchmarks.worker", str(job_path), str(result_path)]
+    cmd = [*cfg.launcher, sys.executable, "-m", "mtkit.benchmarks.worker", str(job_path), str(result_path)]
     try:
         proc = subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, text=True, timeout=cfg.timeout)
     except subprocess.TimeoutExpired:
@@ -87,13 +92,13 @@ def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text
     if spec.kind == "ort":
         exe = Path(sys.executable).parent / "mt-translate"
         prefix = [str(exe)] if exe.is_file() else [sys.executable, "-m", "mtkit.runtime.cli"]
-        return prefix + ["-m", artifacts["bundle"], "--from", cfg.src_lang, "--to", cfg.tgt_lang,
-                         "--variant", spec.precision, "--provider", spec.device, "--threads", str(cfg.threads),
-                         "--beam-size", str(cfg.beam_size), "-q", text]
+        return [*cfg.launcher, *prefix, "-m", artifacts["bundle"], "--from", cfg.src_lang, "--to", cfg.tgt_lang,
+                "--variant", spec.precision, "--provider", spec.device, "--threads", str(cfg.threads),
+                "--beam-size", str(cfg.beam_size), "-q", text]
     if spec.kind == "ct2":
         compute = {"fp32": "float32", "int8": "int8", "fp16": "float16"}[spec.precision]
         model = artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"]
-        return [sys.executable, "-m", "mtkit.benchmarks.ct2_run", model, "--to", cfg.tgt_lang,
+        return [*cfg.launcher, sys.executable, "-m", "mtkit.benchmarks.ct2_run", model, "--to", cfg.tgt_lang,
                 "--compute-type", compute, "--device", spec.device, "--threads", str(cfg.threads),
                 "--beam-size", str(cfg.beam_size), text]
     return None      # the PyTorch engines are the training-side reference: no product to start
@@ -104,12 +109,28 @@ def prime(commands: dict[str, list[str]], cfg: BenchConfig) -> None:
     export builds the runtime's optimized-graph cache (about 12 MB more peak RSS in that process, on
     the Zen 5): a one-off per machine that neither the rounds, which report the highest peak of any
     round, nor the cold starts should count. It also fills the file cache for every engine alike.
-    Failures show in the rounds."""
+    Failures show in the rounds.
+
+    It first compiles mtkit's modules to bytecode, as installing a wheel does: in a checkout whose
+    `.pyc` files are missing or older than the sources (a fresh clone, PYTHONDONTWRITEBYTECODE) every
+    start would compile them again (about 8 ms of ours, less of CT2's runner)."""
+    compile_bytecode()
     for cmd in commands.values():
         try:
-            subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, timeout=cfg.timeout)
+            subprocess.run(cmd, capture_output=True, timeout=cfg.timeout)
         except subprocess.TimeoutExpired:
             pass
+
+
+def compile_bytecode() -> None:
+    """Bytecode for the mtkit packages the cold-start commands import (the runtime, and the
+    benchmarks package that holds CT2's runner)."""
+    import compileall
+    import importlib.util
+
+    for package in ("mtkit", "mtkit.runtime", "mtkit.benchmarks"):
+        for folder in importlib.util.find_spec(package).submodule_search_locations:
+            compileall.compile_dir(folder, maxlevels=0, quiet=2)
 
 
 def cold_starts(commands: dict[str, list[str]], cfg: BenchConfig) -> dict[str, dict]:
@@ -123,8 +144,7 @@ def cold_starts(commands: dict[str, list[str]], cfg: BenchConfig) -> dict[str, d
                 continue
             start = time.perf_counter()
             try:
-                proc = subprocess.run(cmd, env=_env(cfg.threads), capture_output=True, text=True,
-                                      timeout=cfg.timeout)
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=cfg.timeout)
             except subprocess.TimeoutExpired:
                 results[name] = {"error": f"took over {cfg.timeout:.0f} s (--timeout)"}
                 continue

@@ -309,6 +309,52 @@ def test_small_run_reports_what_ran(fixture_checkpoint, data_dir, tmp_path):
     assert "medians of 1 round," in md and "2 warm-up translations each" in md
 
 
+def test_every_engine_process_runs_under_the_launcher(fixture_checkpoint, data_dir, tmp_path):
+    """--launcher prefixes the priming, worker and cold-start processes alike, and the report says so."""
+    log, launcher = tmp_path / "launched.txt", tmp_path / "launcher.py"
+    launcher.write_text("import os, sys\n"
+                        "with open(sys.argv[1], 'a') as f:\n    f.write(' '.join(sys.argv[2:]) + '\\n')\n"
+                        "os.execv(sys.argv[2], sys.argv[2:])\n")
+    out = tmp_path / "out"
+    proc = mt_bench(str(fixture_checkpoint), "--data-dir", str(data_dir), "--datasets", "tatoeba-dev",
+                    "--limit", "2", "--reps", "1", "--warmup", "1", "--cold-reps", "1", "--threads", "1",
+                    "--engines", "ct2-int8", "-o", str(out), "--work-dir", str(tmp_path / "work"),
+                    "--launcher", f"{sys.executable} {launcher} {log}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    launched = log.read_text().splitlines()
+    assert len(launched) == 3 and all(line.startswith(sys.executable) for line in launched)
+    assert ["mtkit.benchmarks.worker" in line for line in launched] == [False, True, False]   # prime, round, cold
+    assert json.loads((out / "results.json").read_text())["settings"]["launcher"] == [sys.executable, str(launcher),
+                                                                                      str(log)]
+    assert f"every engine process ran under `{sys.executable} {launcher} {log}`" in (out / "results.md").read_text()
+
+
+def test_cold_starts_run_in_the_callers_environment(monkeypatch):
+    """The workers' thread caps are not forced on the CLIs, which take --threads and keep their own
+    defaults (mt-translate's one OpenBLAS thread)."""
+    from mtkit.benchmarks.runner import cold_starts
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    cfg = SimpleNamespace(cold_reps=1, threads=2, timeout=60)
+    result = cold_starts({"env": [sys.executable, "-c", "import os; print(os.environ.get('OPENBLAS_NUM_THREADS'))"]},
+                         cfg)
+    assert result["env"]["output"] == "None"
+
+
+def test_bytecode_is_compiled_before_the_cold_starts():
+    """As a wheel install has it: each runtime module's .pyc is valid for its source (Python checks
+    the source's mtime stored in the header), so no cold start compiles it."""
+    import importlib.util
+
+    from mtkit.benchmarks.runner import compile_bytecode
+
+    compile_bytecode()
+    for source in sorted(Path(importlib.util.find_spec("mtkit.runtime").origin).parent.glob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        header = cached.read_bytes()[:16]
+        assert int.from_bytes(header[8:12], "little") == int(source.stat().st_mtime) & 0xFFFFFFFF, source.name
+
+
 def test_engines_translate_from_the_given_source_language(fixture_bundle, fixture_checkpoint):
     """Our runtime and PyTorch are told the test set's source language (they used to pick the
     model's first other language, whatever --from said)."""
