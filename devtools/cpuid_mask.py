@@ -24,7 +24,8 @@ CLEAR = {  # (leaf, subleaf, register): feature bits to clear
     (7, 1, "rax"): sum(1 << b for b in (4, 5)),                    # AVX-VNNI, AVX512_BF16
 }
 XCR0_AVX512_STATE = 0xE0    # opmask, ZMM_Hi256, Hi16_ZMM: "the OS saves AVX-512 registers"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mtkit" / "cpuid_sites"
+CACHE = Path(os.environ.get("MT_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+             / "mtkit") / "cpuid_sites"      # mtkit's cache (runtime/bundle.cache_root; gdb's Python lacks mtkit)
 pending = {}                # thread -> (instruction, leaf, subleaf) between the two breakpoints
 
 
