@@ -174,5 +174,6 @@ def model_size(spec: EngineSpec, artifacts: dict) -> tuple[int, str]:
         entry = bf.BundleConfig.load(directory).variants[spec.precision]
         counted = [directory / name for name in (*bf.variant_graphs(spec.precision, entry), *bf.variant_data(entry))]
         return sum(p.stat().st_size for p in counted), " + ".join(sorted(p.name for p in counted))
-    path = Path(artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"]) / "model.bin"
-    return path.stat().st_size, f"{path.parent.name}/model.bin"
+    path = Path(artifacts[spec.ct2_model]) / "model.bin"
+    converted = "" if spec.ct2_model == f"ct2_{spec.precision}" else f", converted to {spec.ct2_compute_type} on load"
+    return path.stat().st_size, f"{path.parent.name}/model.bin{converted}"

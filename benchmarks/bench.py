@@ -153,7 +153,22 @@ def select_engines(cfg: BenchConfig) -> tuple[list[EngineSpec], dict[str, str], 
            "CUDA found: GPU engines run" if usable_gpu else
            "no CUDA device on this machine: GPU section skipped (" + "; ".join(sorted(set(reasons.values()))) + ")"}
     skip = {e.name: reasons[e.name] for e in chosen if e.device == "cuda" and reasons[e.name]}
+    skip |= {e.name: why for e in chosen if e.kind == "ct2" and e.device == "cpu" and (why := ct2_cpu_problem(e))}
     return chosen, skip, gpu
+
+
+def ct2_cpu_problem(spec: EngineSpec) -> str | None:
+    """Why CTranslate2 cannot run this engine's compute type on this CPU (int16 needs Intel MKL, which
+    it uses on Intel CPUs only), or None."""
+    try:
+        import ctranslate2
+    except ImportError:
+        return None       # the engine fails with the missing package, as the other CT2 engines do
+    supported = ctranslate2.get_supported_compute_types("cpu")
+    if spec.ct2_compute_type in supported:
+        return None
+    return (f"CTranslate2 offers no {spec.ct2_compute_type} on this CPU (it offers {', '.join(sorted(supported))}; "
+            "int16 needs Intel MKL, which it uses on Intel CPUs)")
 
 
 def check_config(cfg: BenchConfig) -> None:
@@ -266,6 +281,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> tuple[dict, Path]:
         "datasets": {d["name"]: {"path": d["path"], "sentences": len(d["sources"])} for d in datasets},
         "gpu": gpu,
         "engines": engines,
+        "best": report.best_against_best(engines, cold_starts=not cfg.launcher),
     }
     report.write_all(results, out_dir)
     return results, out_dir

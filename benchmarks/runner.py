@@ -96,10 +96,8 @@ def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text
                 "--variant", spec.precision, "--provider", spec.device, "--threads", str(cfg.threads),
                 "--beam-size", str(cfg.beam_size), "-q", text]
     if spec.kind == "ct2":
-        compute = {"fp32": "float32", "int8": "int8", "fp16": "float16"}[spec.precision]
-        model = artifacts["ct2_int8" if spec.precision == "int8" else "ct2_fp32"]
-        return [*cfg.launcher, sys.executable, "-m", "mtkit.benchmarks.ct2_run", model, "--to", cfg.tgt_lang,
-                "--compute-type", compute, "--device", spec.device, "--threads", str(cfg.threads),
+        return [*cfg.launcher, sys.executable, "-m", "mtkit.benchmarks.ct2_run", artifacts[spec.ct2_model],
+                "--to", cfg.tgt_lang, "--compute-type", spec.ct2_compute_type, "--device", spec.device, "--threads", str(cfg.threads),
                 "--beam-size", str(cfg.beam_size), text]
     return None      # the PyTorch engines are the training-side reference: no product to start
 

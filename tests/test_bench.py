@@ -91,6 +91,8 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
         if e["kind"] != "torch":
             assert e["cold_start"]["seconds"] > 0 and len(e["cold_start"]["runs"]) == 1, e["cold_start"]
     assert (work / "ct2" / "int8" / "model.bin").is_file() and not (work / "bundle").exists()
+    assert results["best"]["datasets"]["tatoeba-dev"]["beam_tokens_per_s"]["ours"] in ("ort-fp32", "ort-int8")
+    assert "## Our best against CTranslate2's best" in (out / "results.md").read_text()
     assert engines["ct2-fp32"]["ratios"]["tatoeba-dev"]["latency_p50"] == pytest.approx(1.0)
     # The harness feeds every engine the same encoder input: PyTorch and CT2 fp32 agree exactly.
     assert engines["torch"]["ratios"]["tatoeba-dev"]["same_greedy_output"] == 1.0
@@ -327,6 +329,47 @@ def test_every_engine_process_runs_under_the_launcher(fixture_checkpoint, data_d
     assert json.loads((out / "results.json").read_text())["settings"]["launcher"] == [sys.executable, str(launcher),
                                                                                       str(log)]
     assert f"every engine process ran under `{sys.executable} {launcher} {log}`" in (out / "results.md").read_text()
+
+
+def test_best_against_best_takes_each_sides_best_engine():
+    """Issue 16's comparison: per measure, our best default engine against CTranslate2's best, whichever
+    engine that is; a non-default decode budget does not count as ours."""
+    from mtkit.benchmarks.report import best_against_best
+
+    def engine(kind, beam, p50, cold, peak=100.0, size=10.0):
+        return {"status": "ok", "device": "cpu", "kind": kind, "peak_rss_mb": peak, "model_size_mb": size,
+                "cold_start": {"seconds": cold},
+                "datasets": {"news": {"throughput_tokens_per_s": beam, "latency_ms": {"p50": p50}}}}
+
+    engines = {"ort-fp32": engine("ort", 900, 9.0, 0.30), "ort-int8": engine("ort", 1000, 5.0, 0.20, peak=110),
+               "ort-int8-64": engine("ort", 5000, 1.0, 0.01), "ct2-fp32": engine("ct2", 1250, 8.0, 0.25),
+               "ct2-int8": engine("ct2", 1100, 4.0, 0.19, peak=100, size=11.0)}
+    best = best_against_best(engines)
+    beam, greedy = best["datasets"]["news"]["beam_tokens_per_s"], best["datasets"]["news"]["greedy_p50_ms"]
+    assert (beam["ours"], beam["ct2"], beam["ratio"], beam["ours_better_or_equal"]) == ("ort-int8", "ct2-fp32", 0.8, False)
+    assert (greedy["ours"], greedy["ct2"], greedy["ratio"], greedy["ours_better_or_equal"]) == ("ort-int8", "ct2-int8", 1.25,
+                                                                                               False)
+    cold = best["cold_start_s"]
+    assert (cold["ours"], cold["ct2"], cold["ours_better_or_equal"]) == ("ort-int8", "ct2-int8", False)
+    assert best["int8_peak_rss_mb"]["ratio"] == pytest.approx(1.1) and not best["int8_peak_rss_mb"]["ours_better_or_equal"]
+    assert best["int8_model_size_mb"]["ours_better_or_equal"]
+    assert best_against_best(engines, cold_starts=False)["cold_start_s"] is None
+    engines["ct2-int8"]["status"] = engines["ct2-fp32"]["status"] = "failed"
+    assert best_against_best(engines) is None
+
+
+def test_ct2_int16_runs_where_ctranslate2_offers_it():
+    """CTranslate2 has int16 only with Intel MKL: elsewhere the engine is skipped with why, so that its
+    best compute type is always among those measured."""
+    import ctranslate2
+
+    from mtkit.benchmarks.bench import ct2_cpu_problem
+    from mtkit.benchmarks.engines import ENGINES
+
+    reason = ct2_cpu_problem(ENGINES["ct2-int16"])
+    assert (reason is None) == ("int16" in ctranslate2.get_supported_compute_types("cpu"))
+    assert reason is None or reason.startswith("CTranslate2 offers no int16 on this CPU")
+    assert ct2_cpu_problem(ENGINES["ct2-int8"]) is None
 
 
 def test_cold_starts_run_in_the_callers_environment(monkeypatch):
