@@ -256,20 +256,28 @@ def finish_entry(partial: Path, entry: Path) -> None:
     prune_cache(entry.parent)
 
 
-CACHE_ENTRIES = 8   # optimized graphs kept (most recently used first): a few bundles' worth
+CACHE_BYTES = 1 << 30   # the optimized graphs kept, most recently used first: a dozen int8 bundles, or a few fp32
+CACHE_NEWEST = 2        # kept whatever their size: the encoder and decoder just loaded
 
 
-def prune_cache(directory: Path, keep: int = CACHE_ENTRIES) -> None:
-    """Delete all but the `keep` most recently used entries (those of moved or re-exported bundles are
-    never looked up again), leftovers of writers that stopped over an hour ago, and the single-file
-    entries of earlier versions."""
+def prune_cache(directory: Path, budget: int = CACHE_BYTES) -> None:
+    """Delete the least recently used entries beyond `budget` bytes (those of moved or re-exported
+    bundles are never looked up again), leftovers of writers that stopped over an hour ago, and the
+    single-file entries of earlier versions. A budget in bytes rather than entries, since an fp32
+    graph's entry is four times an int8 one's: a user of several int8 models keeps them all."""
     try:
         items = list(directory.iterdir())
         entries = sorted((p for p in items if p.is_dir() and not p.name.startswith(".")),
                          key=lambda p: p.stat().st_mtime, reverse=True)
-        stale = entries[keep:] + [p for p in items if p.name.startswith(".") and p.stat().st_mtime < time.time() - 3600]
+        sizes = [sum(f.stat().st_size for f in entry.iterdir()) for entry in entries]
+        stale = [p for p in items if p.name.startswith(".") and p.stat().st_mtime < time.time() - 3600]
     except OSError:
         return
+    total = 0
+    for i, (entry, size) in enumerate(zip(entries, sizes)):
+        total += size
+        if i >= CACHE_NEWEST and total > budget:
+            stale.append(entry)
     for path in stale + list(directory.glob("*.onnx")):
         remove(path)
 

@@ -70,6 +70,32 @@ def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch, variant):
     assert np.array_equal(plain, load()) and (entries[1] / "key").read_text() != "another graph's key"
 
 
+def test_the_cache_keeps_the_most_recently_used_graphs_within_its_budget(tmp_path):
+    """Least recently used entries go once the newer ones fill the budget in bytes; the two newest stay
+    whatever their size (the graphs just loaded), and so do entries still being written."""
+    import os
+
+    from mtkit.runtime.onnx_backend import prune_cache
+
+    def entries(*sizes):
+        for age, size in enumerate(sizes):
+            entry = tmp_path / f"graph{age}"
+            entry.mkdir(exist_ok=True)
+            (entry / "graph.onnx.data").write_bytes(b"x" * size)
+            os.utime(entry, (1e9 - age, 1e9 - age))       # graph0 is the newest
+        (tmp_path / ".being-written").mkdir(exist_ok=True)
+        return sorted(p.name for p in tmp_path.iterdir())
+
+    everything = entries(300, 100, 200, 50)
+    prune_cache(tmp_path, budget=650)
+    assert sorted(p.name for p in tmp_path.iterdir()) == everything
+    prune_cache(tmp_path, budget=550)          # 300 + 100 + 200 > 550: the third and the older fourth go
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".being-written", "graph0", "graph1"]
+    entries(900, 800)
+    prune_cache(tmp_path, budget=10)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".being-written", "graph0", "graph1"]
+
+
 def test_the_cache_key_names_this_cpu():
     """Packed weights are specific to the CPU's kernels, so the cache key holds the first CPU's model and
     flags, read from its own block of /proc/cpuinfo."""
