@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -172,8 +173,8 @@ def ct2_cpu_problem(spec: EngineSpec) -> str | None:
 
 
 def check_config(cfg: BenchConfig) -> None:
-    """BenchError for no or unknown engines, no test sets, counts below one, or a model that does not
-    translate from the source into the target language."""
+    """BenchError for no or unknown engines, no test sets, counts below one, a launcher that is not a
+    command, or a model that does not translate from the source into the target language."""
     from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 
     if cfg.engines is not None and not cfg.engines:
@@ -187,6 +188,8 @@ def check_config(cfg: BenchConfig) -> None:
                         ("batch_size", cfg.batch_size)):
         if value < 1:
             raise BenchError(f"{name} must be at least 1, not {value}")
+    if cfg.launcher and not shutil.which(cfg.launcher[0]):
+        raise BenchError(f"--launcher: no such command: {cfg.launcher[0]}")
     try:
         ckpt = load_checkpoint(cfg.checkpoint)
     except CheckpointError as e:

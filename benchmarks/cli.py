@@ -24,6 +24,13 @@ EPILOG = ("Exit status: 0 done, 1 error, an engine failed or none was measured, 
 MODULES = {"torch": "torch", "ort": "onnxruntime", "ct2": "ctranslate2"}
 
 
+def _command(value: str) -> list[str]:
+    try:
+        return shlex.split(value)
+    except ValueError as e:      # an unclosed quote
+        raise click.BadParameter(f"{value!r}: {e}", param_hint="--launcher") from None
+
+
 def _names(value: str) -> list[str]:
     """Comma-separated names, each once."""
     return list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
@@ -86,7 +93,7 @@ def main(checkpoint, out_dir, work_dir, data_dir, datasets, src_lang, tgt_lang, 
                       threads=threads, reps=reps, warmup=warmup, beam_size=beam_size, batch_size=batch_size,
                       cold_reps=cold_reps, engines=names, bundle=bundle,
                       ct2_dir=ct2_dir, rebuild=rebuild, timeout=timeout, machine_name=machine_name,
-                      launcher=shlex.split(launcher))
+                      launcher=_command(launcher))
     try:
         results, out = run_benchmark(cfg, log=lambda message: click.echo(message, err=True))
     except BenchError as e:

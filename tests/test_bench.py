@@ -146,6 +146,13 @@ def test_unknown_engine_is_a_clear_error(fixture_checkpoint, tmp_path):
     assert result.exit_code == 1 and "warp-drive" in result.output and "ct2-int8" in result.output
 
 
+def test_a_launcher_that_is_no_command_is_a_clear_error(fixture_checkpoint, tmp_path):
+    result = run_cli(str(fixture_checkpoint), "--launcher", "no-such-launcher -x", "-o", str(tmp_path / "out"))
+    one_line_error(result, "--launcher: no such command: no-such-launcher")
+    result = run_cli(str(fixture_checkpoint), "--launcher", "taskset '0", "-o", str(tmp_path / "out"))
+    assert result.exit_code == 2 and "Invalid value for --launcher" in result.output and not (tmp_path / "out").exists()
+
+
 def test_bad_checkpoint_is_a_clear_error(tmp_path):
     bad = tmp_path / "model.pt"
     bad.write_text("not a checkpoint")
