@@ -76,9 +76,11 @@ def best_against_best(engines: dict, cold_starts: bool = True) -> dict | None:
         return {"ours": ours_best[1], "ours_value": ours_best[0], "ct2": theirs_best[1], "ct2_value": theirs_best[0],
                 "ratio": ratio, "ours_better_or_equal": ratio >= 1.0 if higher_is_better else ratio <= 1.0}
 
-    best = {"datasets": {ds: {"beam_tokens_per_s": compare(lambda e, ds=ds: e["datasets"][ds]["throughput_tokens_per_s"], True),
-                              "greedy_p50_ms": compare(lambda e, ds=ds: e["datasets"][ds]["latency_ms"]["p50"], False)}
-                         for ds in next(iter(ours.values()))["datasets"]},
+    def per_set(ds: str) -> dict:
+        return {"beam_tokens_per_s": compare(lambda e: e["datasets"][ds]["throughput_tokens_per_s"], True),
+                "greedy_p50_ms": compare(lambda e: e["datasets"][ds]["latency_ms"]["p50"], False)}
+
+    best = {"datasets": {ds: per_set(ds) for ds in next(iter(ours.values()))["datasets"]},
             "cold_start_s": compare(lambda e: e.get("cold_start", {}).get("seconds"), False) if cold_starts else None}
     if "ort-int8" in ours and "ct2-int8" in theirs:
         for key in ("peak_rss_mb", "model_size_mb"):

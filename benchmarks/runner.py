@@ -97,8 +97,8 @@ def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text
                 "--beam-size", str(cfg.beam_size), "-q", text]
     if spec.kind == "ct2":
         return [*cfg.launcher, sys.executable, "-m", "mtkit.benchmarks.ct2_run", artifacts[spec.ct2_model],
-                "--to", cfg.tgt_lang, "--compute-type", spec.ct2_compute_type, "--device", spec.device, "--threads", str(cfg.threads),
-                "--beam-size", str(cfg.beam_size), text]
+                "--to", cfg.tgt_lang, "--compute-type", spec.ct2_compute_type, "--device", spec.device,
+                "--threads", str(cfg.threads), "--beam-size", str(cfg.beam_size), text]
     return None      # the PyTorch engines are the training-side reference: no product to start
 
 
