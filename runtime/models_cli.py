@@ -232,6 +232,39 @@ def remove(name: str) -> None:
     click.echo(f"removed {name} ({target})")
 
 
+CACHE_PARTS = {   # what each part of mtkit's cache is, and what deleting it costs
+    "ort": "optimized graphs, weights packed for this CPU (built again at the next load)",
+    "bundles": "unpacked model archives (unpacked again when next used)",
+    "bench": "mt-bench's exports and CTranslate2 conversions (made again at its next run)",
+    "cpuid_sites": "devtools/avx2-only's list of CPU feature checks in the libraries",
+}
+
+
+@cli.command()
+@click.option("--clear", is_flag=True, help="Delete it all; each part is made again when next needed.")
+def cache(clear: bool) -> None:
+    """What mtkit's cache holds ($MT_CACHE_DIR, else $XDG_CACHE_HOME/mtkit or ~/.cache/mtkit) and
+    its size, or --clear it. Nothing in it is needed: it only saves time at the next load."""
+    root = bundle.cache_root()
+    parts = sorted(root.iterdir()) if root.is_dir() else []
+    sizes = {part: size_on_disk(part) for part in parts}
+    if clear:
+        import shutil
+
+        for part in parts:
+            try:
+                shutil.rmtree(part) if part.is_dir() and not part.is_symlink() else part.unlink()
+            except OSError as e:
+                raise CommandError(f"cannot delete {part}: {e.strerror or e}") from None
+        click.echo(f"cleared {root} ({megabytes(sum(sizes.values()))})")
+        return
+    click.echo(str(root) + ("" if parts else ": empty"))
+    for part, size in sizes.items():
+        click.echo(f"  {part.name:<12} {megabytes(size):>10}  {CACHE_PARTS.get(part.name, '')}".rstrip())
+    if parts:
+        click.echo(f"  {'total':<12} {megabytes(sum(sizes.values())):>10}  (mt-models cache --clear deletes it)")
+
+
 def main(argv: list[str] | None = None) -> None:
     cli.main(args=argv, prog_name=PROG)
 

@@ -366,3 +366,25 @@ def test_a_failed_or_interrupted_download_leaves_nothing(fixture_bundle, tmp_pat
     with pytest.raises(KeyboardInterrupt):
         install.install(f"{url}/web-model.tar.gz", show_progress=interrupt)
     assert leftovers(models_dir) == []
+
+
+def test_cache_shows_its_parts_and_clears_them(fixture_bundle, tmp_path, monkeypatch):
+    """mt-models cache: each part and its size; --clear empties it, and a translator builds its
+    optimized graphs again at the next load."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("MT_CACHE_DIR", str(root))
+    result = mt_models("cache")
+    assert result.exit_code == 0 and result.output == f"{root}: empty\n"
+    assert translates(fixture_bundle)                      # writes the optimized graphs into ort/
+    (root / "bench").mkdir()
+    (root / "bench" / "model.bin").write_bytes(b"x" * 3 * 2**20)
+    result = mt_models("cache")
+    lines = result.output.splitlines()
+    assert result.exit_code == 0 and lines[0] == str(root)
+    assert [line.split()[0] for line in lines[1:]] == ["bench", "ort", "total"]
+    assert lines[1].split()[1:3] == ["3.0", "MB"] and "optimized graphs" in lines[2]
+    assert float(lines[3].split()[1]) > 3.0
+    result = mt_models("cache", "--clear")
+    assert result.exit_code == 0 and result.output.startswith(f"cleared {root} (")
+    assert list(root.iterdir()) == []
+    assert translates(fixture_bundle) and (root / "ort").is_dir()
