@@ -74,7 +74,7 @@ def decode_options(beam_size: int, max_positions: int):
 
 
 # Each engine is called as a user calls it, one request of --batch-size sentences, and batches it
-# its own way: our Translator by its defaults (`batching.default_budget`: on the int8 graphs 32 rows and
+# its own way: our Translator by its defaults (`decode_budget.py`: on the int8 graphs 32 rows and
 # 1024 padded tokens in flight, so a beam-4 request of 32 decodes as length-sorted batches of at most 4
 # sentences, two at a time), CTranslate2 by its default (max_batch_size=0: one batch).
 # Measured on the AMD EPYC (2 cores): one batch of 32 instead raised our peak RSS from 147 to 238 MB

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from .cli_options import decoding_options, model_options
+from .cli_options import MAX_BATCH_SENTENCES, MAX_BATCH_TOKENS, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
@@ -71,10 +71,13 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
               help="Lines translated together (1 when stdin is a terminal).")
+@MAX_BATCH_TOKENS
+@MAX_BATCH_SENTENCES
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, html, batch_size, list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, paragraphs, markdown, html, batch_size, max_batch_tokens, max_batch_sentences,
+         list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
@@ -116,7 +119,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     warnings.simplefilter("ignore", LongInputWarning)     # both reported below, with the line number
     warnings.simplefilter("ignore", LanguageWarning)
     try:
-        translator = Translator(model, provider=provider, threads=threads, variant=variant)
+        translator = Translator(model, provider=provider, threads=threads, variant=variant,
+                                max_batch_tokens=max_batch_tokens, max_batch_sentences=max_batch_sentences)
         if list_languages:
             print("\n".join(translator.languages))
             return

@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from .data_dir import ENV as DATA_DIR_ENV
+from .decode_budget import BUDGET, INT8_BUDGET
 from .decode_options import DecodeOptions, OptionError
 
 PROVIDERS = ("auto", "cpu", "cuda")
@@ -34,6 +35,14 @@ VARIANT = click.option("--variant", type=click.Choice(VARIANTS), default="auto",
                             "else fp32.")
 THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
                        help="ONNX Runtime's intra-op threads, shared by the int8 graphs' parallel batches (default: its choice).")
+MAX_BATCH_TOKENS = click.option(
+    "--max-batch-tokens", type=click.IntRange(min=1), default=None, metavar="N",
+    help=f"Padded source tokens decoded at once: fewer use less memory, more can be faster (default: "
+         f"{INT8_BUDGET[0]} on the int8 graphs, {BUDGET[0]} on the others).")
+MAX_BATCH_SENTENCES = click.option(
+    "--max-batch-sentences", type=click.IntRange(min=1), default=None, metavar="N",
+    help=f"Rows (sentences x beam) decoded at once, as --max-batch-tokens (default: {INT8_BUDGET[1]} on the "
+         f"int8 graphs, {BUDGET[1]} on the others).")
 DATA_DIR = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
                         help=f"Where the corpora are (default: ${DATA_DIR_ENV}, else shared/data beside the "
                              "source checkout).")

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
-from .batching import decode_all, default_budget
+from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .errors import ModelLoadError, ProviderError, TranslationError
+from .decode_budget import default_budget
 from .decode_options import DecodeOptions
 from .language_id import LanguageWarning, SourceLanguage
 from .prefix import Prefix
@@ -328,7 +329,7 @@ class Translator:
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
         max_batch_tokens / max_batch_sentences: the padded tokens and rows (sentences x beam) decoded
-        together (None: 1024 and 32 on the int8 graphs, 4096 and 64 on the others; `batching.default_budget`).
+        together (None: 1024 and 32 on the int8 graphs, 4096 and 64 on the others; `decode_budget.py`).
         parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU with 2 or more
         threads, else 1; see `batching.decode_all`).
         """

@@ -145,6 +145,8 @@ def test_from_is_checked_and_picks_the_target(capsys, monkeypatch):
     (["--alignment"], "--alignment needs --format jsonl"),
     (["-i", "in.txt"], "give TEXT arguments or --input, not both"),
     (["--beam-size", "four"], "'four' is not a valid integer"),
+    (["--max-batch-tokens", "0"], "Invalid value for '--max-batch-tokens'"),
+    (["--max-batch-sentences", "-1"], "Invalid value for '--max-batch-sentences'"),
 ])
 def test_bad_flags_are_usage_errors_that_name_the_flags(capsys, monkeypatch, args, message):
     """Checked by DecodeOptions (the API's rules) but reported by flag, before any model loads."""
@@ -152,6 +154,27 @@ def test_bad_flags_are_usage_errors_that_name_the_flags(capsys, monkeypatch, arg
     code, out, err = cli(capsys, monkeypatch, *args, "Hallo")
     assert code == 2 and out == "" and message in err, err
     assert "num_hypotheses" not in err and "beam_size" not in err and "Traceback" not in err
+
+
+def test_the_decode_budget_is_the_translators_and_does_not_change_output(capsys, monkeypatch):
+    """--max-batch-tokens / --max-batch-sentences reach the Translator (memory against speed); a budget of
+    one sentence at a time translates as the default does."""
+    from mtkit.runtime import translator
+
+    budgets = []
+
+    class Recording(translator.Translator):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            budgets.append((self.max_batch_tokens, self.max_batch_sentences))
+
+    lines = ("\n".join(GERMAN[:4]) + "\n").encode()
+    code, default, _ = cli(capsys, monkeypatch, "--variant", "int8", stdin=lines)
+    monkeypatch.setattr(translator, "Translator", Recording)
+    code2, small, _ = cli(capsys, monkeypatch, "--variant", "int8", "--max-batch-tokens", "8", "--max-batch-sentences",
+                          "4", stdin=lines)
+    assert code == code2 == 0 and small == default and len(default.splitlines()) == 4
+    assert budgets == [(8, 4)]
 
 
 def test_greedy_and_sampling_flags(capsys, monkeypatch):

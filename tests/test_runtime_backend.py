@@ -12,7 +12,8 @@ import pytest
 
 from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime import ProviderError, Translator, TranslationError
-from mtkit.runtime.batching import BUDGET, INT8_BUDGET, pad_batch
+from mtkit.runtime.batching import pad_batch
+from mtkit.runtime.decode_budget import BUDGET, INT8_BUDGET
 from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
 from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows, sentence_groups
 from mtkit.runtime.translator import PARALLEL_BATCHES
@@ -238,7 +239,7 @@ def test_auto_provider_falls_back_to_cpu_and_says_why(fixture_bundle):
 
 
 def test_the_decode_budget_follows_the_variant(fixture_bundle):
-    """The int8 graphs decode fewer rows at once by default (`batching.default_budget`); a budget given is kept."""
+    """The int8 graphs decode fewer rows at once by default (`decode_budget.py`); a budget given is kept."""
     int8 = Translator(fixture_bundle, variant="int8", threads=1)
     fp32 = Translator(fixture_bundle, variant="fp32", threads=1)
     given = Translator(fixture_bundle, variant="int8", threads=1, max_batch_tokens=2000, max_batch_sentences=12)
