@@ -291,6 +291,27 @@ def test_parallel_batches_give_the_same_translations(fixture_bundle, variant):
     assert overlapped[0]
 
 
+def test_ctrl_c_in_the_callers_batch_stops_the_parallel_ones(fixture_bundle):
+    """The calling thread decodes batches too: a Ctrl-C there is raised at once, and the other thread
+    starts no batch after it (the ones not yet started are dropped, not waited for)."""
+    t = Translator(fixture_bundle, threads=1, parallel_batches=2, max_batch_sentences=8)
+    start, caller, started = t.backend.start, threading.current_thread(), []
+
+    def interrupted_start(src_ids, src_mask):
+        started.append(threading.current_thread() is caller)
+        if started[-1] and started.count(True) == 2:
+            raise KeyboardInterrupt
+        time.sleep(0.02)
+        return start(src_ids, src_mask)
+
+    t.backend.start = interrupted_start
+    with pytest.raises(KeyboardInterrupt):
+        t.translate(GERMAN, beam_size=4, from_lang="de")      # one sentence a batch: 8 rows / (beam 4 x 2)
+    after = len(started)
+    time.sleep(0.5)
+    assert len(started) <= after + 1 < len(GERMAN) and False in started
+
+
 def test_an_error_in_a_parallel_batch_reaches_the_caller(fixture_bundle):
     t = Translator(fixture_bundle, threads=1, parallel_batches=2, max_batch_sentences=8)
     start = t.backend.start
