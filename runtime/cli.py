@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from .cli_options import MAX_BATCH_SENTENCES, MAX_BATCH_TOKENS, decoding_options, model_options
+from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
@@ -71,8 +71,7 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
               help="Lines translated together (1 when stdin is a terminal).")
-@MAX_BATCH_TOKENS
-@MAX_BATCH_SENTENCES
+@budget_options
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,

@@ -55,6 +55,11 @@ def model_options(command):
     return command
 
 
+def budget_options(command):
+    """--max-batch-tokens and --max-batch-sentences: the Translator's decode budget."""
+    return MAX_BATCH_TOKENS(MAX_BATCH_SENTENCES(command))
+
+
 def flag(name: str) -> str:
     """The command-line flag of a DecodeOptions field (the field name for one without a flag)."""
     found = DecodeOptions.__dataclass_fields__.get(name)

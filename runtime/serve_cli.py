@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .cli_options import MAX_BATCH_SENTENCES, MAX_BATCH_TOKENS, MODEL, PROVIDER, THREADS, VARIANT, decoding_options
+from .cli_options import MODEL, PROVIDER, THREADS, VARIANT, budget_options, decoding_options
 from .cli_support import CommandError, command, run_and_exit
 
 PROG = "mt-serve"
@@ -42,8 +42,7 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
               help="Requests that may wait for their turn; more get 503 (busy) with Retry-After.")
 @click.option("--cache", type=click.IntRange(min=0), default=2000, show_default=True, metavar="N",
               help="Answers kept for the last N texts asked for, given again at once (0: none).")
-@MAX_BATCH_TOKENS
-@MAX_BATCH_SENTENCES
+@budget_options
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options(exclude=("num_hypotheses", "return_alignment"))     # per request: "alternatives"
 def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, concurrency, queue, cache,

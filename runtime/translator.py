@@ -29,9 +29,9 @@ import numpy as np
 from . import bundle, language_id
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
-from .errors import ModelLoadError, ProviderError, TranslationError
 from .decode_budget import default_budget
 from .decode_options import DecodeOptions
+from .errors import ModelLoadError, ProviderError, TranslationError
 from .language_id import LanguageWarning, SourceLanguage
 from .prefix import Prefix
 from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
