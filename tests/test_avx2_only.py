@@ -15,12 +15,21 @@ ctranslate2 = pytest.importorskip("ctranslate2")
 AVX2_ONLY = Path(__file__).resolve().parents[1] / "devtools" / "avx2-only"
 FLAGS = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo") if line.startswith("flags")), [])
 
-pytestmark = [
-    pytest.mark.skipif(not (shutil.which("gdb") and shutil.which("objdump")), reason="needs gdb and objdump"),
-    pytest.mark.skipif("avx512f" not in FLAGS, reason="the CPU has no AVX-512 to hide"),
-]
+pytestmark = pytest.mark.skipif(not (shutil.which("gdb") and shutil.which("objdump")), reason="needs gdb and objdump")
 
 
+@pytest.mark.parametrize("shell", ["/bin/sh", "/bin/bash", None])
+def test_arguments_and_environment_pass_through_whatever_the_shell(shell):
+    # gdb starts the command through $SHELL; CI's is dash, where bash-only quoting broke the command line.
+    arguments = ["it's", "two  spaces", "$HOME", "`date`", "line\nbreak", '"q"', "(x)", "*"]
+    env = {key: value for key, value in os.environ.items() if key != "SHELL"} | ({"SHELL": shell} if shell else {})
+    script = "import os, sys; print(repr((sys.argv[1:], os.environ.get('SHELL'))))"
+    done = subprocess.run([str(AVX2_ONLY), sys.executable, "-c", script, *arguments], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.stdout == repr((arguments, shell)) + "\n", done.stderr[-2000:]
+
+
+@pytest.mark.skipif("avx512f" not in FLAGS, reason="the CPU has no AVX-512 to hide")
 def test_ctranslate2_sees_no_avx512_under_avx2_only():
     # CT2 logs the CPU's features at its first model load, before it finds the model missing.
     script = ("import ctranslate2, sys\n"
