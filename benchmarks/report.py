@@ -139,9 +139,10 @@ def _n(count: int, one: str, many: str) -> str:
 
 
 def _cpu_detail(m: dict) -> str:
-    """What tells CPU generations apart where the model name does not, e.g. " (family 26, model 2,
+    """What tells CPU generations apart where the model name does not, e.g. " (zen5, family 26, model 2,
     avx512-vnni)"; empty for results written before these fields existed."""
-    parts = [f"family {m['cpu_family']}, model {m['cpu_model']}"] if m.get("cpu_family") else []
+    parts = [m["microarchitecture"]] if m.get("microarchitecture") else []
+    parts += [f"family {m['cpu_family']}, model {m['cpu_model']}"] if m.get("cpu_family") else []
     parts += [m["vector_isa"]] if m.get("vector_isa") else []
     return f" ({', '.join(parts)})" if parts else ""
 

@@ -284,6 +284,29 @@ def test_machine_names_tell_cpu_generations_apart():
     assert machine_slug({"cpu": "Intel(R) Xeon(R) Processor", "logical_cpus": 16, "vector_isa": "amx"}) == \
         "intel-xeon-processor-amx-16cpu"
     assert machine_slug({"cpu": "AMD EPYC", "logical_cpus": 2}) == "amd-epyc-2cpu"   # results written before
+    assert machine_slug({"cpu": "AMD EPYC", "logical_cpus": 2, "vector_isa": "avx512-vnni",
+                         "microarchitecture": "zen5"}) == "amd-epyc-zen5-avx512-vnni-2cpu"
+    assert machine_slug({"cpu": "AMD EPYC 7763 (Zen3)", "logical_cpus": 2, "vector_isa": "avx2",
+                         "microarchitecture": "zen3"}) == "amd-epyc-7763-zen3-avx2-2cpu"
+
+
+def test_core_generations_by_family_and_model():
+    from mtkit.benchmarks.machine import microarchitecture
+
+    amd, intel = "AuthenticAMD", "GenuineIntel"
+    assert microarchitecture(amd, 25, 0x01) == "zen3"      # Milan
+    assert microarchitecture(amd, 25, 0x11) == "zen4"      # Genoa
+    assert microarchitecture(amd, 25, 0xA0) == "zen4"      # Bergamo
+    assert microarchitecture(amd, 26, 0x02) == "zen5"      # Turin
+    assert microarchitecture(amd, 23, 0x31) == "zen2"      # Rome
+    assert microarchitecture(intel, 6, 0x8F) == "sapphire-rapids"
+    assert microarchitecture(intel, 6, 0xCF) == "emerald-rapids"
+    assert microarchitecture(intel, 6, 0x55, 7) == "cascade-lake"
+    assert microarchitecture(intel, 6, 0x55, 4) == "skylake"
+    assert microarchitecture(intel, 6, 0x55) is None       # stepping unknown
+    assert microarchitecture(intel, 6, 0x3F) is None       # not in the table: unnamed, not guessed
+    assert microarchitecture("HygonGenuine", 24, 0) is None
+    assert microarchitecture(amd, None, None) is None
 
 
 def test_a_run_that_measures_nothing_writes_nothing(fixture_checkpoint, data_dir, tmp_path):
