@@ -27,6 +27,8 @@ XCR0_AVX512_STATE = 0xE0    # opmask, ZMM_Hi256, Hi16_ZMM: "the OS saves AVX-512
 CACHE = Path(os.environ.get("MT_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
              / "mtkit") / "cpuid_sites"      # mtkit's cache (runtime/bundle.cache_root; gdb's Python lacks mtkit)
 pending = {}                # thread -> (instruction, leaf, subleaf) between the two breakpoints
+# `avx2-only --trace-only`: the same breakpoints, nothing cleared; what gdb alone costs a process.
+MASK = gdb.convenience_variable("avx2_only_trace_only") is None
 
 
 def register(name):
@@ -47,12 +49,17 @@ class After(gdb.Breakpoint):
     def stop(self):
         instruction, leaf, subleaf = pending.pop(gdb.selected_thread().ptid, (None, None, None))
         if instruction == "xgetbv" and subleaf == 0:
-            gdb.execute(f"set $rax = {register('rax') & ~XCR0_AVX512_STATE}")
+            clear("rax", XCR0_AVX512_STATE)
         elif instruction == "cpuid":
             for (clear_leaf, clear_subleaf, name), bits in CLEAR.items():
                 if (leaf, subleaf) == (clear_leaf, clear_subleaf):
-                    gdb.execute(f"set ${name} = {register(name) & ~bits}")
+                    clear(name, bits)
         return False
+
+
+def clear(name, bits):
+    """Clear the bits in the register; with --trace-only write it back unchanged, the same work."""
+    gdb.execute(f"set ${name} = {register(name) & ~(bits if MASK else 0)}")
 
 
 def sites(path):

@@ -39,6 +39,9 @@ def test_ctranslate2_sees_no_avx512_under_avx2_only():
     plain = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     masked = subprocess.run([str(AVX2_ONLY), sys.executable, "-c", script], capture_output=True, text=True, env=env,
                             timeout=300)
+    traced = subprocess.run([str(AVX2_ONLY), "--trace-only", sys.executable, "-c", script], capture_output=True,
+                            text=True, env=env, timeout=300)
     assert "AVX512=true" in plain.stderr
     assert "AVX512=false" in masked.stderr and "AVX2=true" in masked.stderr, masked.stderr[-2000:]
+    assert "AVX512=true" in traced.stderr, traced.stderr[-2000:]      # the control hides nothing
     assert (masked.stdout, masked.returncode) == ("out\n", 3)
