@@ -15,7 +15,17 @@ ctranslate2 = pytest.importorskip("ctranslate2")
 AVX2_ONLY = Path(__file__).resolve().parents[1] / "devtools" / "avx2-only"
 FLAGS = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo") if line.startswith("flags")), [])
 
-pytestmark = pytest.mark.skipif(not (shutil.which("gdb") and shutil.which("objdump")), reason="needs gdb and objdump")
+
+def gdb_can_trace() -> bool:
+    """gdb and objdump present, and processes may be traced (a container without CAP_SYS_PTRACE may not)."""
+    if not (shutil.which("gdb") and shutil.which("objdump")):
+        return False
+    probe = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "run", "--args", "/bin/true"], capture_output=True,
+                           text=True, timeout=60)
+    return "exited normally" in probe.stdout + probe.stderr
+
+
+pytestmark = pytest.mark.skipif(not gdb_can_trace(), reason="needs gdb and objdump, and ptrace allowed")
 
 
 @pytest.mark.parametrize("shell", ["/bin/sh", "/bin/bash", None])
