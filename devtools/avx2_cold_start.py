@@ -1,4 +1,4 @@
-"""Cold start with AVX2 kernels, estimated on a CPU with AVX-512. gdb's own cost (0.3-0.6 s a
+"""Cold start with AVX2 kernels, estimated on a CPU with AVX-512. gdb's own cost (0.3-0.8 s a
 process) hides the kernels' effect, so each engine's fresh process runs three ways in alternating
 rounds: natively, under `avx2-only --trace-only` (the same gdb work, nothing hidden) and under
 `avx2-only`. The estimate is native + (masked - trace-only), medians of each.
@@ -14,9 +14,12 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from mtkit.benchmarks.bench import BenchConfig
+from mtkit.benchmarks.engines import CPU_ENGINES
+from mtkit.benchmarks.runner import cold_start_command
 
 AVX2_ONLY = str(Path(__file__).resolve().parent / "avx2-only")
 TEXT = "Ich habe heute keine Zeit."
@@ -24,14 +27,12 @@ LAUNCHERS = {"native": [], "trace-only": [AVX2_ONLY, "--trace-only"], "avx2": [A
 
 
 def commands(bundle: str, ct2_dir: str, threads: int) -> dict[str, list[str]]:
-    """mt-bench's cold-start commands (benchmarks/runner.py) for ours and CT2 int8, beam 4."""
-    mt_translate = str(Path(sys.executable).parent / "mt-translate")
-    return {
-        "ours int8": [mt_translate, "-m", bundle, "--from", "de", "--to", "en", "--variant", "int8", "--provider", "cpu",
-                      "--threads", str(threads), "--beam-size", "4", "-q", TEXT],
-        "ct2 int8": [sys.executable, "-m", "mtkit.benchmarks.ct2_run", ct2_dir, "--to", "en", "--compute-type", "int8",
-                     "--device", "cpu", "--threads", str(threads), "--beam-size", "4", TEXT],
-    }
+    """mt-bench's own cold-start commands for ours and CT2 int8 (beam 4, de -> en)."""
+    cfg = BenchConfig(checkpoint=Path(bundle), threads=threads)
+    artifacts = {"bundle": bundle, "ct2_int8": ct2_dir}
+    specs = {spec.name: spec for spec in CPU_ENGINES}
+    return {label: cold_start_command(specs[name], artifacts, cfg, TEXT)
+            for label, name in (("ours int8", "ort-int8"), ("ct2 int8", "ct2-int8"))}
 
 
 def main() -> None:
