@@ -9,7 +9,7 @@ the name of the file at fault.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import bundle_format as bf
 from . import model_store
@@ -132,17 +132,30 @@ def extract_archive(archive: Path, dest: Path) -> None:
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as z:
-                for member in z.namelist():   # refuse absolute paths and "..", as tarfile's data filter does
-                    if member.startswith("/") or ".." in Path(member).parts:
-                        raise BundleError(f"{archive}: unsafe path in archive: {member}")
+                for member in z.namelist():
+                    check_member_path(archive, member)
                 z.extractall(dest)
         else:
             with tarfile.open(archive) as t:
-                t.extractall(dest, filter="data")
+                members = t.getmembers()
+                for member in members:    # a bundle holds files and folders only: no links, no devices
+                    check_member_path(archive, member.name)
+                    if not (member.isfile() or member.isdir()):
+                        raise BundleError(f"{archive}: not a plain file in archive: {member.name}")
+                if hasattr(tarfile, "data_filter"):    # Python 3.10.12+ and 3.11.4+ (Debian 12 has 3.11.2)
+                    t.extractall(dest, members=members, filter="data")
+                else:
+                    t.extractall(dest, members=members)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, gzip.BadGzipFile):
         raise ArchiveError(archive, archive_problem(archive)) from None
     except OSError as e:                    # the disk, not the archive
         raise BundleError(f"{archive}: cannot unpack into {dest.parent} ({e.strerror or e})") from None
+
+
+def check_member_path(archive: Path, name: str) -> None:
+    """Refuse a member whose path would leave the folder it is unpacked into (absolute, or with ..)."""
+    if name.startswith("/") or ".." in PurePosixPath(name).parts:
+        raise BundleError(f"{archive}: unsafe path in archive: {name}")
 
 
 class ArchiveError(BundleError):

@@ -370,6 +370,36 @@ def test_archives_load(fixture_bundle, tmp_path, monkeypatch):
     assert Translator(tgz, threads=ORT_THREADS).path == Translator(tgz, threads=ORT_THREADS).path   # unpacked once
 
 
+@pytest.mark.parametrize("data_filter", [True, False], ids=["tarfile-data-filter", "python-without-filters"])
+def test_archives_that_would_write_outside_are_refused(fixture_bundle, tmp_path, monkeypatch, data_filter):
+    """Python before 3.10.12 / 3.11.4 (Debian 12's 3.11.2) has no tarfile filters: the same archives
+    must be refused there, and a good one must still unpack."""
+    if data_filter and not hasattr(tarfile, "data_filter"):
+        pytest.skip("this Python has no tarfile filters")
+    if not data_filter:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    good, escape, link, zpath = (tmp_path / name for name in ("good.tar.gz", "escape.tar.gz", "link.tar.gz", "bad.zip"))
+    for path, extra in ((good, None), (escape, "../evil.json"), (link, "model/outside")):
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(fixture_bundle, arcname="model")
+            if extra == "../evil.json":
+                tar.add(Path(fixture_bundle) / "config.json", arcname=extra)
+            elif extra:
+                info = tarfile.TarInfo(extra)
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                tar.addfile(info)
+    with zipfile.ZipFile(zpath, "w") as z:
+        z.writestr("../evil.json", "{}")
+    for archive, message in ((escape, "unsafe path in archive: ../evil.json"),
+                             (link, "not a plain file in archive: model/outside"),
+                             (zpath, "unsafe path in archive: ../evil.json")):
+        with pytest.raises(BundleError, match=message):
+            bundle.resolve_model(archive)
+    assert not list(tmp_path.rglob("evil.json")) and not list(tmp_path.rglob("outside"))
+    assert (bundle.resolve_model(good) / "config.json").is_file()
+
+
 def test_default_model_resolution(fixture_bundle, tmp_path, monkeypatch):
     monkeypatch.delenv("MT_MODEL", raising=False)
     monkeypatch.setattr(bundle, "MODELS_DIR", tmp_path / "models")
