@@ -41,6 +41,7 @@ from mtkit.runtime import language_id
 from mtkit.runtime.sentences import split
 from mtkit.tui.alignment_view import MAX_TOKENS, AlignmentView
 from mtkit.tui.app import MTApp
+from mtkit.tui.pilot import settle as pilot_settle
 from mtkit.tui.screens import HelpScreen, OpenModelScreen, help_text
 from mtkit.tui.state import (MAX_INPUT_CHARS, SAMPLING_TEMPERATURE, SAMPLING_TOP_P, History, Outcome,
                              alignment_blocks)
@@ -57,15 +58,8 @@ def run_async(test):
 
 
 async def settle(pilot) -> None:
-    """Wait until the debounce timer has fired and every worker (load, translate) has finished."""
-    app = pilot.app
-    for _ in range(500):
-        await pilot.pause(0.02)
-        if not app.busy:
-            break
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    assert not app.busy
+    await pilot_settle(pilot, checks=500)
+    assert not pilot.app.busy
 
 
 async def type_text(pilot, text: str) -> None:

@@ -14,23 +14,16 @@ import click
 
 from .app import MTApp
 from .panels import PANELS
+from .pilot import settle
 
 
 async def render(app: MTApp, text: str, panel: str, size: tuple[int, int], out: str) -> None:
     async with app.run_test(size=size) as pilot:
-        async def settle() -> None:
-            for _ in range(1000):
-                await pilot.pause(0.02)
-                if not app.busy:
-                    break
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-
-        await settle()
+        await settle(pilot)
         source = app.editors.source
         source.cursor_blink = False
         source.insert(text)
-        await settle()
+        await settle(pilot)
         source.move_cursor((0, 0))                 # the panels show the first line
         app.panels.open(panel)
         await pilot.pause()
