@@ -12,7 +12,6 @@ requests of 32, and the first 64 news lines greedy one at a time (batch invarian
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import platform
 from pathlib import Path
@@ -22,13 +21,10 @@ REQUEST = 32
 ALONE = 64
 
 
-def read_lines(path: Path, limit: int) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for line, _ in zip(f, range(limit))]
-
-
 def translate(out: Path, data_dir: Path, limit: int) -> None:
+    from mtkit.benchmarks.worker import chunks
     from mtkit.runtime import data_dir as data_dirs
+    from mtkit.runtime.text_io import read_lines
     from mtkit.runtime.translator import Translator
 
     data_dir = data_dir or data_dirs.default_data_dir()
@@ -37,11 +33,11 @@ def translate(out: Path, data_dir: Path, limit: int) -> None:
     t = Translator(None, threads=2)          # the shipped model, from wherever mtkit is installed
     result = {"machine": platform.machine(), "variant": t.variant, "sets": {}}
     for name, prefix in SETS.items():
-        lines = read_lines(data_dir / f"{prefix}.de.gz", limit)
-        entry = {"references": read_lines(data_dir / f"{prefix}.en.gz", limit)}
+        lines, references = (read_lines(data_dirs.corpus_file(data_dir, prefix, lang))[:limit] for lang in ("de", "en"))
+        entry = {"references": references}
         for beam in (1, 4):
-            entry[f"beam {beam}"] = [r.text for i in range(0, len(lines), REQUEST)
-                                     for r in t.translate(lines[i:i + REQUEST], to="en", from_lang="de", beam_size=beam)]
+            entry[f"beam {beam}"] = [r.text for batch in chunks(lines, REQUEST)
+                                     for r in t.translate(batch, to="en", from_lang="de", beam_size=beam)]
         if name == "newstest2013":
             entry["greedy alone"] = [t.translate(s, to="en", from_lang="de", beam_size=1)[0].text for s in lines[:ALONE]]
         result["sets"][name] = entry
