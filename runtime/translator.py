@@ -19,7 +19,6 @@ import time
 import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
+from .background import Background
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .decode_budget import default_budget
@@ -257,10 +257,9 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
     settings = settings.for_variant(variant)
     # Both at once: ONNX Runtime releases the GIL for most of a session's creation (PERF_NOTES.md,
     # "Session 9"). An encoder error still comes first.
-    with ThreadPoolExecutor(1) as pool:
-        decoder = pool.submit(create_session, decoder_path, provider, settings)
+    with Background(create_session, decoder_path, provider, settings) as opening:
         encoder = create_session(encoder_path, provider, settings)
-        decoder = decoder.result()
+        decoder = opening.result()
     check_graph(encoder, "encoder", config, encoder_path)
     check_graph(decoder, "decoder", config, decoder_path)
     return variant, encoder, decoder
@@ -355,8 +354,7 @@ class Translator:
             settings = SessionSettings(threads=threads, parallel_batches=batches, graph_optimization=graph_optimization,
                                        memory_arena=memory_arena, spinning=spinning)
             # ONNX Runtime builds the sessions while SentencePiece loads; a tokenizer error still comes first.
-            with ThreadPoolExecutor(1) as pool:
-                opening = pool.submit(open_for_provider, directory, config, variant, provider, settings, io_binding)
+            with Background(open_for_provider, directory, config, variant, provider, settings, io_binding) as opening:
                 tokenizer = bundle.load_tokenizer(directory, config)
                 pieces = Pieces.of_tokenizer(tokenizer)
                 provider, self.provider_note, chosen_variant, backend = opening.result()
