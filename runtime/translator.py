@@ -257,9 +257,9 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
     settings = settings.for_variant(variant)
     # Both at once: ONNX Runtime releases the GIL for most of a session's creation (PERF_NOTES.md,
     # "Session 9"). An encoder error still comes first.
-    with Background(create_session, decoder_path, provider, settings) as opening:
+    with Background(create_session, decoder_path, provider, settings) as building_decoder:
         encoder = create_session(encoder_path, provider, settings)
-        decoder = opening.result()
+        decoder = building_decoder.result()
     check_graph(encoder, "encoder", config, encoder_path)
     check_graph(decoder, "decoder", config, decoder_path)
     return variant, encoder, decoder

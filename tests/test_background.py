@@ -1,3 +1,5 @@
+"""runtime/background.py: the Translator's loading runs its sessions' creation beside the tokenizer."""
+
 import threading
 import time
 
@@ -25,4 +27,3 @@ def test_leaving_after_the_callers_own_error_waits_for_the_call_and_raises_the_c
         with Background(slow):
             raise KeyError("the caller's error")
     assert finished.is_set()      # not left running
-
