@@ -37,7 +37,7 @@ def commands(bundle: str, ct2_dir: str, threads: int) -> dict[str, list[str]]:
     artifacts = {"bundle": bundle, "ct2_int8": ct2_dir}
     specs = {spec.name: spec for spec in CPU_ENGINES}
     return {label: cold_start_command(specs[name], artifacts, cfg, TEXT)
-            for label, name in (("ours int8", "ort-int8"), ("ct2 int8", "ct2-int8"))}
+            for label, name in zip(ENGINES, ("ort-int8", "ct2-int8"))}
 
 
 def measure(bundle: str, ct2_dir: str, threads: int, rounds: int) -> dict[str, list[float]]:
@@ -77,7 +77,8 @@ def interval(runs: dict[str, list[float]], resamples: int = 2000, seed: int = 0)
         pick = [rng.randrange(n) for _ in range(n)]
         for k, v in summarise({name: [times[i] for i in pick] for name, times in runs.items()})[1].items():
             samples[k].append(v)
-    return {k: [statistics.quantiles(v, n=40)[0], statistics.quantiles(v, n=40)[-1]] for k, v in samples.items()}
+    cuts = {k: statistics.quantiles(v, n=40) for k, v in samples.items()}      # 2.5% steps
+    return {k: [c[0], c[-1]] for k, c in cuts.items()}
 
 
 def main() -> None:
