@@ -56,6 +56,11 @@ def measure(bundle: str, ct2_dir: str, threads: int, rounds: int) -> dict[str, l
     return runs
 
 
+def rounds(runs: dict[str, list[float]]) -> int:
+    """Complete rounds: every engine and launcher has that many processes."""
+    return min(len(v) for v in runs.values())
+
+
 def summarise(runs: dict[str, list[float]]) -> tuple[dict, dict]:
     """Each engine's medians with the AVX2 estimate, and ours / CT2 int8 natively and estimated."""
     medians = {}
@@ -71,7 +76,7 @@ def interval(runs: dict[str, list[float]], resamples: int = 2000, seed: int = 0)
     """95% bootstrap intervals of the two ratios, resampling whole rounds (a round holds one process
     of each engine and launcher, so what a round shares stays together)."""
     rng = random.Random(seed)
-    n = min(len(v) for v in runs.values())
+    n = rounds(runs)
     samples: dict[str, list[float]] = {"native": [], "avx2 estimate": []}
     for _ in range(resamples):
         pick = [rng.randrange(n) for _ in range(n)]
@@ -104,7 +109,7 @@ def main() -> None:
     print("ours / CT2 int8: " + ", ".join(f"{k} {v:.3f}x (95%: {bounds[k][0]:.3f}-{bounds[k][1]:.3f})"
                                           for k, v in ratios.items()))
     if args.output:
-        args.output.write_text(json.dumps({"rounds": min(len(v) for v in runs.values()), "threads": args.threads,
+        args.output.write_text(json.dumps({"rounds": rounds(runs), "threads": args.threads,
                                            "medians_s": medians, "ratios": ratios, "ratios_95": bounds,
                                            "runs_s": runs}, indent=1) + "\n")
 

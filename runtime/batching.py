@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -11,49 +10,8 @@ from .decode_budget import BUDGET
 from .prefix import Prefix
 from .repetition import Pieces
 from .search import DecodeOptions, DecoderBackend, Result, decode
+from .threads import run_in_threads
 from .vocab import PAD_ID
-
-
-def run_in_threads(run, batches: list, threads: int) -> list:
-    """[run(b) for b in batches] on `threads` threads, the calling one among them: each takes the next
-    batch not yet started. The caller works rather than waits, so the process has one thread fewer,
-    and one glibc malloc arena fewer holding freed memory: 2 MB less peak RSS in mt-bench's probe on
-    the int8 graphs, at the same speed (PERF_NOTES.md, session 25). On an error or Ctrl-C in any of
-    them, batches not yet started are dropped, not waited for, and the first error is raised here."""
-    decoded: list = [None] * len(batches)
-    order = iter(range(len(batches)))
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        while True:
-            with lock:
-                i = None if errors else next(order, None)
-            if i is None:
-                return
-            decoded[i] = run(batches[i])
-
-    def helper() -> None:
-        try:
-            work()
-        except BaseException as e:
-            with lock:
-                errors.append(e)
-
-    helpers = [threading.Thread(target=helper, name="mtkit-decode", daemon=True) for _ in range(threads - 1)]
-    for thread in helpers:
-        thread.start()
-    try:
-        work()
-        for thread in helpers:
-            thread.join()
-    except BaseException as e:          # the caller's own error or Ctrl-C: raised now, the helpers stop
-        with lock:
-            errors.append(e)
-        raise
-    if errors:
-        raise errors[0]
-    return decoded
 
 
 def length_batches(lengths: list[int], max_tokens: int, max_sentences: int) -> Iterator[list[int]]:

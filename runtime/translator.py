@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
-from .background import Background
+from .threads import Background
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .decode_budget import default_budget

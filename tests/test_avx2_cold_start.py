@@ -30,12 +30,12 @@ def series(ours: tuple[float, float, float], theirs: tuple[float, float, float],
 
 
 def test_the_estimate_adds_what_the_avx2_kernels_change_to_the_native_time():
-    medians, ratios = tool.summarise(series((0.150, 0.500, 0.490), (0.160, 0.800, 0.760), rounds=5))
+    runs = series((0.150, 0.500, 0.490), (0.160, 0.800, 0.760), rounds=5)
+    medians, ratios = tool.summarise(runs)
     assert medians["ours int8"]["avx2 estimate"] == pytest.approx(0.140)
     assert medians["ct2 int8"]["avx2 estimate"] == pytest.approx(0.120)
     assert ratios == pytest.approx({"native": 0.150 / 0.160, "avx2 estimate": 0.140 / 0.120})
-    assert tool.interval(series((0.150, 0.500, 0.490), (0.160, 0.800, 0.760), rounds=5))["native"] == \
-        pytest.approx([0.150 / 0.160] * 2)           # no noise, no width
+    assert tool.interval(runs)["native"] == pytest.approx([0.150 / 0.160] * 2)     # no noise, no width
 
 
 def test_the_interval_holds_the_estimate_and_narrows_with_more_rounds():

@@ -1,11 +1,12 @@
-"""runtime/background.py: the Translator's loading runs its sessions' creation beside the tokenizer."""
+"""runtime/threads.py's Background: the Translator's loading builds its sessions beside the tokenizer.
+(run_in_threads is tested through parallel batches in test_runtime_translator.py.)"""
 
 import threading
 import time
 
 import pytest
 
-from mtkit.runtime.background import Background
+from mtkit.runtime.threads import Background
 
 
 def test_result_is_the_calls_value_and_its_error_is_raised_by_result():
