@@ -9,6 +9,7 @@ train, so that the runtime never imports training code; only the checkpoint bran
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -156,7 +157,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     report = {
         "model": str(translator.path), "variant": translator.variant, "provider": translator.provider,
         "src": src_path, "ref": ref_path, "src_lang": src_lang, "tgt_lang": tgt, "sentences": len(sources),
-        "beam_size": options.beam_size, "sampling": options.sampling,
+        "beam_size": options.beam_size, "sampling": options.sampling, "options": dataclasses.asdict(options),
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
         # sacreBLEU's breakdown: n-gram precisions, brevity penalty and length ratio (too short or too long)
         "bleu_precisions": [round(p, 2) for p in bleu.precisions], "bleu_bp": round(bleu.bp, 3),
@@ -172,7 +173,8 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         return
     direction = f"{src_lang or 'auto'}->{tgt}"       # auto: detected sentence by sentence
     print(f"model     {report['model']} ({translator.variant}, {translator.provider})")
-    search = "sampling" if options.sampling else "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
+    search = ("sampling" if options.sampling else "greedy" if options.beam_size == 1 else
+              f"beam {options.beam_size}, length penalty {options.length_penalty}")
     print(f"test set  {src_path} {direction}, {len(sources)} sentences, {search}")
     print(f"BLEU      {bleu.score:6.2f}   {report['bleu_signature']}")
     print(f"          {'/'.join(f'{p:.1f}' for p in bleu.precisions)} (BP = {bleu.bp:.3f}, ratio = "

@@ -699,13 +699,14 @@ class Translator:
                     body = seg.kept or restore(body, seg.masked)
                 out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
                 tokens += [self.tokenizer.id_to_piece(t) for p in seg.parts for t in chosen[p].tokens]
-            # Scores of parts combine as if decoded as one: log-probs add up; beam scores are
-            # per-token averages (for length_penalty 1), so they average weighted by length.
+            # Scores of parts combine as if decoded as one: log-probs add up; a beam score is its
+            # log-prob / length ** length_penalty, so the parts' log-probs are recovered and renormalised.
             if not parts:
                 score = 0.0
             elif beam:
                 lengths = [len(chosen[p].tokens) + 1 for p in parts]
-                score = sum(chosen[p].score * n for p, n in zip(parts, lengths)) / sum(lengths)
+                alpha = opts.length_penalty
+                score = sum(chosen[p].score * n ** alpha for p, n in zip(parts, lengths)) / sum(lengths) ** alpha
             else:
                 score = sum(chosen[p].score for p in parts)
             return Hypothesis("".join(out).strip(), tokens, float(score)), [chosen[p] for p in parts]

@@ -14,7 +14,7 @@ from mtkit.runtime.decode_options import ACCEPTED, FIELD_TYPES
 
 def test_defaults_are_one_set_and_frozen():
     o = DecodeOptions()
-    assert (o.beam_size, o.num_hypotheses, o.length_penalty, o.sampling, o.max_length_ratio) == (4, 1, 1.0, False, 1.5)
+    assert (o.beam_size, o.num_hypotheses, o.length_penalty, o.sampling, o.max_length_ratio) == (4, 1, 1.5, False, 1.5)
     assert o.max_length is None                    # the model's positions decide (Translator, trainer, CT2 runner)
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.beam_size = 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -11,6 +12,7 @@ import sacrebleu
 
 from conftest import ORT_THREADS, invoke
 from mtkit.eval.cli import main
+from mtkit.runtime.decode_options import DecodeOptions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tatoeba"
 
@@ -28,6 +30,7 @@ def test_scores_and_speed_of_a_bundle(capsys, fixture_bundle, tmp_path):
     report = json.loads(out)
     assert report["sentences"] == 20 and report["tgt_lang"] == "en" and report["beam_size"] == 1
     assert report["src_lang"] == "de"                     # read from the source file's suffix
+    assert report["options"] == dataclasses.asdict(DecodeOptions(beam_size=1))   # every option, to reproduce the run
     assert report["variant"] == "int8" and report["provider"] == "cpu"
     assert "tok:13a" in report["bleu_signature"] and "case:mixed" in report["bleu_signature"]
     assert report["sentences_per_s"] > 0 and report["target_tokens_per_s"] > 0
@@ -112,7 +115,7 @@ def test_checkpoint_runs_the_same_search_with_pytorch(capsys, fixture_checkpoint
     sources = [source_ids(pytorch.tokenizer.encode(text), pytorch.tag_id("en"), pytorch.config.max_positions)
                for text in texts]
     assert differences(pytorch.backend, sources, [[ids(p) for p in y.tokens] for y in onnx_out],
-                       [[ids(p) for p in x.tokens] for x in torch_out], length_penalty=1.0) == []
+                       [[ids(p) for p in x.tokens] for x in torch_out], DecodeOptions.length_penalty) == []
     for x, y in zip(torch_out, onnx_out):
         if x.tokens == y.tokens:
             assert x.score == pytest.approx(y.score, abs=1e-3)

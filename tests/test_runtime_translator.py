@@ -166,6 +166,18 @@ def test_paragraphs_are_split_into_sentences_and_rejoined(t):
     assert unsplit.num_parts == 1
 
 
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 1.5])
+def test_a_split_texts_beam_score_is_its_parts_renormalised(t, alpha):
+    """Beam scores are log p / length ** alpha: the parts' log-probs add up over the summed length."""
+    paragraph = " ".join(GERMAN[:3])
+    [whole] = t.translate(paragraph, beam_size=3, length_penalty=alpha)
+    parts = t.translate(split_sentences(paragraph), beam_size=3, length_penalty=alpha)   # the same batch
+    assert whole.tokens == [p for tr in parts for p in tr.tokens]
+    lengths = [len(tr.tokens) + 1 for tr in parts]
+    log_p = sum(tr.score * n ** alpha for tr, n in zip(parts, lengths))
+    assert whole.score == pytest.approx(log_p / sum(lengths) ** alpha)
+
+
 def test_newlines_inside_a_text_are_kept(t):
     [tr] = t.translate(f"{GERMAN[0]}\n\n{GERMAN[1]}", beam_size=1)
     assert tr.text == f"{ENGLISH[0]}\n\n{ENGLISH[1]}"

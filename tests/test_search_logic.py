@@ -152,8 +152,9 @@ class HeadBackend(TableBackend):
 
 
 def greedy_unless(**options) -> DecodeOptions:
-    """DecodeOptions for these tests: greedy unless they ask for a beam (the product's default is beam 4)."""
-    return DecodeOptions(**{"beam_size": 1, **options})
+    """DecodeOptions for these tests: greedy unless they ask for a beam (the product's default is beam 4),
+    and length penalty 1, which their hand-worked beam scores assume, unless they ask for another."""
+    return DecodeOptions(**{"beam_size": 1, "length_penalty": 1.0, **options})
 
 
 def run(model, sources, backend_cls=TableBackend, **options):
@@ -345,7 +346,7 @@ def test_a_wide_enough_beam_with_an_ngram_ban_returns_every_allowed_hypothesis(s
     opts = replace(opts, beam_size=max(map(len, every)), num_hypotheses=max(map(len, every)))
     results, _ = run(model, sources, **vars(opts))
     for result, hypotheses in zip(results, every):
-        assert_hyps(result, best_first(hypotheses, 1.0))
+        assert_hyps(result, best_first(hypotheses, opts.length_penalty))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -430,11 +431,11 @@ def test_beam_hypotheses_respect_each_sentences_limit_without_duplicates(beam_si
     results, _ = run(LOOP, sources, **vars(opts))
     for src, result in zip(sources, results):
         tokens = [h.tokens for h in result.hypotheses]
-        every = best_first(every_hypothesis(LOOP, src, opts), 1.0)
+        every = best_first(every_hypothesis(LOOP, src, opts), opts.length_penalty)
         assert len({tuple(t) for t in tokens}) == len(tokens) == min(beam_size, len(every))
         assert max(map(len, tokens)) <= limit(len(src), opts) - 1
         assert [h.score for h in result.hypotheses] == pytest.approx(
-            [log_prob(LOOP, src, t) / (len(t) + 1) for t in tokens], abs=1e-5)
+            [log_prob(LOOP, src, t) / (len(t) + 1) ** opts.length_penalty for t in tokens], abs=1e-5)
         if beam_size >= len(every):
             assert_hyps(result, every)
 
@@ -458,12 +459,12 @@ def test_no_repeat_ngram_bans_the_repeat_the_table_would_make(n, expected, backe
     [beam], _ = run(LOOP, [src], backend_cls, **vars(opts))
     assert beam.hypotheses and all(not has_repeat(h.tokens, n) for h in beam.hypotheses)
     assert [h.score for h in beam.hypotheses] == pytest.approx(
-        [log_prob(LOOP, src, h.tokens) / (len(h.tokens) + 1) for h in beam.hypotheses], abs=1e-5)
+        [log_prob(LOOP, src, h.tokens) / (len(h.tokens) + 1) ** opts.length_penalty for h in beam.hypotheses], abs=1e-5)
     every = every_hypothesis(LOOP, src, opts)                # alternating, at most n + 1 tokens
     assert len(every) == 1 + 2 * (n + 1)
     opts = replace(opts, beam_size=len(every))
     [wide], _ = run(LOOP, [src], backend_cls, **vars(opts))
-    assert_hyps(wide, best_first(every, 1.0)[:3])
+    assert_hyps(wide, best_first(every, opts.length_penalty)[:3])
 
 
 @pytest.mark.parametrize("backend_cls", [TableBackend, HeadBackend])
