@@ -306,6 +306,8 @@ def engine_entry(spec: EngineSpec, skipped: str | None, raw: dict | None, artifa
                         peak_rss_mb=raw["peak_rss_kb"] / 1024, ru_maxrss_mb=raw["ru_maxrss_kb"] / 1024,
                         imported_rss_mb=raw["imported_rss_kb"] / 1024 if raw.get("imported_rss_kb") else None,
                         loaded_rss_mb=raw["loaded_rss_kb"] / 1024 if raw.get("loaded_rss_kb") else None,
+                        end_anon_rss_mb=raw["end_rss_anon_kb"] / 1024 if raw.get("end_rss_anon_kb") else None,
+                        end_file_rss_mb=raw["end_rss_file_kb"] / 1024 if raw.get("end_rss_file_kb") else None,
                         imported_torch=raw["imported_torch"], model_size_mb=size / 2**20, model_size_counted=counted,
                         datasets={d["name"]: report.summarize_dataset(raw["datasets"][d["name"]], d["refs"])
                                   for d in datasets})

@@ -179,7 +179,9 @@ def markdown(results: dict) -> str:
         "Peak RSS is the high-water mark (VmHWM) of the engine's own process; ru_maxrss is not used because "
         "Linux carries the parent's peak across exec. RSS after imports and after loading are the same process's "
         "resident memory once the engine's libraries are imported, and once its model is loaded too, before its "
-        "first sentence. "
+        "first sentence. At the end, the resident memory is split into anonymous (the engine's own allocations) "
+        "and file-backed (library code and mapped weights: shared between processes, and larger when the page "
+        "cache holds those files in large folios). "
         "Model size counts the weight files only (no tokenizer).",
         "",
     ]
@@ -219,18 +221,19 @@ def _section_tables(results: dict, engines: dict, level: str = "##") -> list[str
         lines.append("")
     lines += _graph_share_table(results, engines, level)
     lines += [f"{level} Per engine", "",
-              "| engine | peak RSS MB | RSS after loading MB | RSS after imports MB | model size MB | load s "
-              "| cold start s | ×CT2 |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| engine | peak RSS MB | RSS after loading MB | RSS after imports MB | at the end: anonymous / file MB "
+              "| model size MB | load s | cold start s | ×CT2 |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, e in engines.items():
         if e["status"] != "ok":
-            lines.append(f"| {e['label']} (`{name}`) | {e['status']} | | | | | | |")
+            lines.append(f"| {e['label']} (`{name}`) | {e['status']} | | | | | | | |")
             continue
         cold = e.get("cold_start", {}).get("seconds")
         ref = results["engines"].get(e["reference"], {})
         ref_cold = ref.get("cold_start", {}).get("seconds") if ref.get("status") == "ok" else None
         lines.append(f"| {e['label']} (`{name}`) | {_f(e['peak_rss_mb'], 0)} | {_f(e.get('loaded_rss_mb'), 0)} "
                      f"| {_f(e.get('imported_rss_mb'), 0)} "
+                     f"| {_f(e.get('end_anon_rss_mb'), 0)} / {_f(e.get('end_file_rss_mb'), 0)} "
                      f"| {_f(e['model_size_mb'], 2)} "
                      f"| {_f(e['load_s'], 2)} | {_f(cold, 2)} | {_f(cold / ref_cold if cold and ref_cold else None, 2, '×')} |")
     lines.append("")

@@ -101,6 +101,9 @@ def run(job: dict) -> dict:
         result["datasets"][ds["name"]] = {"latency_s": latency, "throughput_runs": runs,
                                           "greedy_outputs": greedy, "beam_outputs": beam}
     result["peak_rss_kb"] = peak_rss_kb()
+    # The resident memory at the end, split: anonymous (the engine's own allocations) and file-backed
+    # (library code, mapped weights), which is shared and grows with the page cache's folio sizes.
+    result["end_rss_anon_kb"], result["end_rss_file_kb"] = status_kb("RssAnon"), status_kb("RssFile")
     result["ru_maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result["imported_torch"] = "torch" in sys.modules
     return result

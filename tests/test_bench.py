@@ -86,6 +86,8 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
             assert d["bleu_greedy"] == d["bleu_beam"] == pytest.approx(100.0), name   # sacreBLEU: 100.00000000000004
         assert e["peak_rss_mb"] > 0 and e["model_size_mb"] > 0
         assert 0 < e["imported_rss_mb"] <= e["loaded_rss_mb"] <= e["peak_rss_mb"]
+        assert e["end_anon_rss_mb"] > 0 and e["end_file_rss_mb"] > 0
+        assert e["end_anon_rss_mb"] + e["end_file_rss_mb"] <= e["peak_rss_mb"]      # the same round's
         assert e["ratios"]["reference"] == ("ct2-int8" if name.endswith("int8") else "ct2-fp32")
         assert (work / "outputs" / f"{name}.tatoeba-dev.greedy.txt").is_file()
         if e["kind"] != "torch":
