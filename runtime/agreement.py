@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .batching import pad_batch
-from .search import log_softmax
+from .search import beam_score, log_softmax
 from .vocab import BOS_ID, EOS_ID, PAD_ID
 
 LogprobsAlong = Callable[[Sequence[int]], np.ndarray]   # tokens -> [len(tokens) + 1, V] log-probs
@@ -76,7 +76,7 @@ def sequence_score(tokens: Sequence[int], logprobs: np.ndarray, length_penalty: 
     """The search's score of tokens+[EOS]: summed log-prob / length ** length_penalty."""
     path = [*tokens, EOS_ID]
     total = float(sum(logprobs[i, t] for i, t in enumerate(path)))
-    return total / (len(path) ** length_penalty)
+    return beam_score(total, len(path), length_penalty)
 
 
 def forced_logprobs(backend, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]) -> list[np.ndarray]:

@@ -41,6 +41,12 @@ class Hypothesis:
     attention: list[list[float]] | None = None   # one source-length row per output token (+EOS)
 
 
+def beam_score(log_prob: float, length: int, length_penalty: float) -> float:
+    """A finished hypothesis's score in beam search: its log-prob / length ** length_penalty, the
+    length counting EOS."""
+    return log_prob / length ** length_penalty
+
+
 class Beam(NamedTuple):
     """A live hypothesis carried into the next step of beam search."""
     row: int                             # the state row it continues
@@ -50,7 +56,7 @@ class Beam(NamedTuple):
     attention: list                      # its cross-attention rows (empty unless asked for)
 
     def normalised(self, length_penalty: float) -> float:
-        return self.score / ((len(self.tokens) + 1) ** length_penalty)
+        return beam_score(self.score, len(self.tokens) + 1, length_penalty)
 
 
 @dataclass
@@ -281,7 +287,7 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
                         row, hist = a * k + beam, beam_tokens[sent][beam]
                         score = beam_scores[a, beam] + eos[row]
                         att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
-                        norm = score / ((len(hist) + 1) ** opts.length_penalty)
+                        norm = beam_score(score, len(hist) + 1, opts.length_penalty)
                         finished[sent].append(Hypothesis(list(hist), float(norm), att if opts.return_alignment else None))
                 continue
             next_beams = []
@@ -292,7 +298,7 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
                 hist = beam_tokens[sent][beam]
                 att = beam_attn[sent][beam] + ([attn[row].tolist()] if attn is not None else [])
                 if token == EOS_ID:
-                    norm = score / ((len(hist) + 1) ** opts.length_penalty)
+                    norm = beam_score(score, len(hist) + 1, opts.length_penalty)
                     keep_best(finished[sent], Hypothesis(list(hist), float(norm), att if opts.return_alignment else None), k)
                     continue
                 next_beams.append(Beam(row, score, token, hist + [token], att))

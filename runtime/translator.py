@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
-from .threads import Background
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .decode_budget import default_budget
@@ -36,8 +35,9 @@ from .language_id import LanguageWarning, SourceLanguage
 from .prefix import Prefix
 from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
 from .repetition import Pieces
-from .search import Hypothesis as SearchHypothesis
+from .search import Hypothesis as SearchHypothesis, beam_score
 from .sentences import split
+from .threads import Background
 from .vocab import EOS_PIECE, source_ids
 
 if TYPE_CHECKING:
@@ -705,8 +705,8 @@ class Translator:
                 score = 0.0
             elif beam:
                 lengths = [len(chosen[p].tokens) + 1 for p in parts]
-                alpha = opts.length_penalty
-                score = sum(chosen[p].score * n ** alpha for p, n in zip(parts, lengths)) / sum(lengths) ** alpha
+                log_prob = sum(chosen[p].score * n ** opts.length_penalty for p, n in zip(parts, lengths))
+                score = beam_score(log_prob, sum(lengths), opts.length_penalty)
             else:
                 score = sum(chosen[p].score for p in parts)
             return Hypothesis("".join(out).strip(), tokens, float(score)), [chosen[p] for p in parts]
