@@ -60,24 +60,24 @@ def measure_throughput(engine, sources: list[str], src: str, to: str, reps: int,
     return runs, outputs
 
 
-def status_kb(field: str) -> int | None:
-    """A memory figure of this process from /proc/self/status, in KiB (None where /proc is missing)."""
+def memory_kb() -> dict[str, int]:
+    """This process's memory figures (VmRSS, VmHWM, RssAnon, ...) from one read of /proc/self/status, in
+    KiB; empty where /proc is missing."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1])
+        lines = Path("/proc/self/status").read_text().splitlines()
     except OSError:
-        pass
-    return None
+        return {}
+    return {name: int(value.split()[0]) for name, _, value in (line.partition(":") for line in lines)
+            if value.strip().endswith(" kB")}
 
 
-def peak_rss_kb() -> int:
-    """This process's peak resident set size in KiB.
+def peak_rss_kb(memory: dict[str, int]) -> int:
+    """This process's peak resident set size in KiB, from `memory_kb()`.
 
     Linux keeps ru_maxrss across execve: a worker started from a parent holding torch inherits
     the parent's peak. VmHWM belongs to the process's own address space (new at exec), so it is
     the engine's alone; ru_maxrss is the fallback where /proc is missing."""
-    peak = status_kb("VmHWM")
+    peak = memory.get("VmHWM")
     return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss   # KiB on Linux
 
 
@@ -87,11 +87,11 @@ def run(job: dict) -> dict:
     os.environ.setdefault("OMP_NUM_THREADS", str(job["threads"]))
     start = time.perf_counter()
     engines.import_libraries(job["engine"])
-    imported = status_kb("VmRSS")        # the engine's libraries, before any model
+    imported = memory_kb().get("VmRSS")        # the engine's libraries, before any model
     engine = engines.load(job["engine"], job["artifacts"], job["threads"])
     # Resident memory once loaded, before any translation: the imports, the runtime and the weights.
     result = {"engine": job["engine"], "load_s": time.perf_counter() - start, "imported_rss_kb": imported,
-              "loaded_rss_kb": status_kb("VmRSS"),
+              "loaded_rss_kb": memory_kb().get("VmRSS"),
               "impl": getattr(engine, "impl", ""), "datasets": {}}
     for ds in job["datasets"]:
         sources, src, to = ds["sources"], ds["src_lang"], ds["tgt_lang"]
@@ -100,10 +100,12 @@ def run(job: dict) -> dict:
                                         job["batch_size"])
         result["datasets"][ds["name"]] = {"latency_s": latency, "throughput_runs": runs,
                                           "greedy_outputs": greedy, "beam_outputs": beam}
-    result["peak_rss_kb"] = peak_rss_kb()
-    # The resident memory at the end, split: anonymous (the engine's own allocations) and file-backed
-    # (library code, mapped weights), which is shared and grows with the page cache's folio sizes.
-    result["end_rss_anon_kb"], result["end_rss_file_kb"] = status_kb("RssAnon"), status_kb("RssFile")
+    # The peak, and the resident memory at the end split into anonymous (the engine's own allocations)
+    # and file-backed (library code, mapped weights: shared, and grows with the page cache's folio
+    # sizes). One read, so that a page allocated in between cannot put the split above the peak.
+    memory = memory_kb()
+    result["peak_rss_kb"] = peak_rss_kb(memory)
+    result["end_rss_anon_kb"], result["end_rss_file_kb"] = memory.get("RssAnon"), memory.get("RssFile")
     result["ru_maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result["imported_torch"] = "torch" in sys.modules
     return result
