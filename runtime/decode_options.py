@@ -9,6 +9,7 @@ No numpy here: the CLIs read these fields to build `--help`.
 
 from __future__ import annotations
 
+import math
 import numbers
 import textwrap
 import typing
@@ -18,6 +19,11 @@ from dataclasses import dataclass, field, fields, replace
 from .errors import TranslationError
 
 MAX_LENGTH_EXTRA = 10
+# Rows in flight per sentence, a beam or samples: memory and time grow with each (beam 1,024 took 19 s
+# and 0.9 GB for one short sentence on the Zen 5; 100,000 was killed for memory).
+MAX_ROWS = 256
+# |length_penalty| beyond this only ranks by length, and length ** x overflows for long texts.
+MAX_LENGTH_PENALTY = 10.0
 
 
 def option(default, flag: str | None = None, metavar: str | None = None, help: str = ""):
@@ -39,10 +45,13 @@ class OptionError(TranslationError, ValueError):
 
 # Each rule: (holds, message). A message names options as {field} and shows values as {o.field}.
 RULES: list[tuple[Callable[["DecodeOptions"], bool], str]] = [
-    (lambda o: o.beam_size >= 1, "{beam_size} must be at least 1, not {o.beam_size}"),
-    (lambda o: o.num_hypotheses >= 1, "{num_hypotheses} must be at least 1, not {o.num_hypotheses}"),
+    (lambda o: 1 <= o.beam_size <= MAX_ROWS, "{beam_size} must be from 1 to %d, not {o.beam_size}" % MAX_ROWS),
+    (lambda o: 1 <= o.num_hypotheses <= MAX_ROWS, "{num_hypotheses} must be from 1 to %d, not {o.num_hypotheses}"
+     % MAX_ROWS),
     (lambda o: o.sampling or o.num_hypotheses <= o.beam_size,
      "{num_hypotheses} ({o.num_hypotheses}) cannot exceed {beam_size} ({o.beam_size}) without {sampling}"),
+    (lambda o: abs(o.length_penalty) <= MAX_LENGTH_PENALTY,
+     "{length_penalty} must be from -%g to %g, not {o.length_penalty}" % (MAX_LENGTH_PENALTY, MAX_LENGTH_PENALTY)),
     (lambda o: o.temperature > 0, "{temperature} must be positive, not {o.temperature}"),
     (lambda o: o.top_k >= 0, "{top_k} must be 0 (off) or positive, not {o.top_k}"),
     (lambda o: 0 < o.top_p <= 1, "{top_p} must be in (0, 1], not {o.top_p}"),
@@ -51,6 +60,7 @@ RULES: list[tuple[Callable[["DecodeOptions"], bool], str]] = [
     (lambda o: o.max_length_ratio > 0, "{max_length_ratio} must be positive, not {o.max_length_ratio}"),
     (lambda o: o.max_length_extra >= 0, "{max_length_extra} must be 0 or positive, not {o.max_length_extra}"),
     (lambda o: o.max_length is None or o.max_length >= 2, "{max_length} must be at least 2, not {o.max_length}"),
+    (lambda o: o.seed is None or o.seed >= 0, "{seed} must be 0 or positive, not {o.seed}"),
 ]
 
 
@@ -60,12 +70,13 @@ class DecodeOptions:
     Frozen; `dataclasses.replace` makes a changed copy. A value of the wrong type or out of range is an
     `OptionError` that names the field."""
 
-    beam_size: int = option(4, "--beam-size", "N", "Beam width; 1 = greedy search.")
+    beam_size: int = option(4, "--beam-size", "N", f"Beam width, 1 to {MAX_ROWS}; 1 = greedy search.")
     num_hypotheses: int = option(1, "--n-best", "N", "Translations per input, best first (at most --beam-size; "
                                                       "with --sampling, N independent samples).")
     # 1.5, not 1.0: with the shipped model, BLEU rose on all five dev sets (newstest2013 and Tatoeba dev
     # both ways, Multi30k val) and plateaued over 1.4-1.6, at the same speed (models/de-en/README.md).
-    length_penalty: float = option(1.5, "--length-penalty", "X", "Beam scores are log p / length^X.")
+    length_penalty: float = option(1.5, "--length-penalty", "X", f"Beam scores are log p / length^X ({-MAX_LENGTH_PENALTY:g} "
+                                                                        f"to {MAX_LENGTH_PENALTY:g}).")
     sampling: bool = option(False, "--sampling", None, "Sample instead of searching.")
     temperature: float = option(1.0, "--temperature", "T", "Sampling temperature (> 0).")
     top_k: int = option(0, "--top-k", "K", "Sample from the K most likely tokens (0 = all).")
@@ -89,9 +100,12 @@ class DecodeOptions:
 
     def __post_init__(self):
         for f in fields(self):          # first, so that the rules compare numbers
-            if not has_type(getattr(self, f.name), FIELD_TYPES[f.name]):
+            value = getattr(self, f.name)
+            if not has_type(value, FIELD_TYPES[f.name]):
                 raise OptionError(f"{{{f.name}}} must be {type_names(FIELD_TYPES[f.name])}, "
-                                  f"not {type(getattr(self, f.name)).__name__} ({{o.{f.name}!r}})", self)
+                                  f"not {type(value).__name__} ({{o.{f.name}!r}})", self)
+            if not is_finite(value):        # inf would pass the one-sided rules
+                raise OptionError(f"{{{f.name}}} must be a finite number, not {{o.{f.name}}}", self)
         for holds, message in RULES:
             if not holds(self):
                 raise OptionError(message, self)
@@ -111,6 +125,11 @@ def has_type(value, types: tuple[type, ...]) -> bool:
     if isinstance(value, bool) and bool not in types:
         return False
     return any(isinstance(value, ACCEPTED[t]) for t in types)
+
+
+def is_finite(value) -> bool:
+    """False only for a float that is inf or nan (an int of any size is finite)."""
+    return isinstance(value, numbers.Integral) or not isinstance(value, numbers.Real) or math.isfinite(value)
 
 
 def type_names(types: tuple[type, ...]) -> str:

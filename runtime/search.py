@@ -140,11 +140,12 @@ def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
 def max_lengths(src_mask: np.ndarray, opts: DecodeOptions, prefixes: list[Prefix | None] | None = None) -> np.ndarray:
     """Each sentence's last decoding step: the length ratio's, or past its prefix by max_length_extra,
     capped by the positions in max_length (if set)."""
-    src_len = src_mask.sum(axis=1)
-    limits = np.ceil(opts.max_length_ratio * src_len).astype(np.int64) + opts.max_length_extra
+    cap = np.iinfo(np.int32).max if opts.max_length is None else opts.max_length - 1
+    # capped before the cast: a huge ratio times the length is no int64
+    limits = np.minimum(np.ceil(opts.max_length_ratio * src_mask.sum(axis=1)) + opts.max_length_extra, cap)
     if prefixes is not None:
         limits = np.maximum(limits, [(p.most_steps if p else 0) + 1 + opts.max_length_extra for p in prefixes])
-    return limits if opts.max_length is None else np.minimum(limits, opts.max_length - 1)
+    return np.minimum(limits, cap).astype(np.int64)
 
 
 def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, opts: DecodeOptions,
@@ -220,7 +221,7 @@ def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
 
     def pick(logp: np.ndarray) -> np.ndarray:
         logits = logp / max(opts.temperature, 1e-6)
-        if opts.top_k > 0:
+        if 0 < opts.top_k < logits.shape[-1]:           # a K of the whole vocabulary or more keeps all
             kth = -np.partition(-logits, opts.top_k - 1, axis=-1)[:, opts.top_k - 1:opts.top_k]
             logits = np.where(logits < kth, -np.inf, logits)
         probs = np.exp(log_softmax(logits))

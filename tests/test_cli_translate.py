@@ -133,7 +133,11 @@ def test_from_is_checked_and_picks_the_target(capsys, monkeypatch):
 @pytest.mark.parametrize("args, message", [
     (["--n-best", "5", "--beam-size", "4"], "--n-best (5) cannot exceed --beam-size (4) without --sampling"),
     (["--n-best", "2", "--greedy"], "--n-best (2) cannot exceed --beam-size (1)"),
-    (["--beam-size", "0"], "--beam-size must be at least 1, not 0"),
+    (["--beam-size", "0"], "--beam-size must be from 1 to 256, not 0"),
+    (["--beam-size", "100000"], "--beam-size must be from 1 to 256, not 100000"),
+    (["--length-penalty", "nan"], "--length-penalty must be a finite number, not nan"),
+    (["--max-length-ratio", "inf"], "--max-length-ratio must be a finite number, not inf"),
+    (["--sampling", "--seed", "-1"], "--seed must be 0 or positive, not -1"),
     (["--sampling", "--top-p", "0"], "--top-p must be in (0, 1], not 0.0"),
     (["--sampling", "--temperature", "-1"], "--temperature must be positive, not -1.0"),
     (["--temperature", "0.5"], "--temperature applies only with --sampling"),

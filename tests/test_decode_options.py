@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -22,8 +23,13 @@ def test_defaults_are_one_set_and_frozen():
 
 
 @pytest.mark.parametrize("values, message", [
-    (dict(beam_size=0), "beam_size must be at least 1, not 0"),
-    (dict(num_hypotheses=0), "num_hypotheses must be at least 1, not 0"),
+    (dict(beam_size=0), "beam_size must be from 1 to 256, not 0"),
+    (dict(beam_size=257), "beam_size must be from 1 to 256, not 257"),       # 100,000 was killed for memory
+    (dict(num_hypotheses=0), "num_hypotheses must be from 1 to 256, not 0"),
+    (dict(num_hypotheses=10 ** 5, sampling=True), "num_hypotheses must be from 1 to 256, not 100000"),
+    (dict(length_penalty=-400.0), "length_penalty must be from -10 to 10, not -400.0"),   # length ** x: 0
+    (dict(length_penalty=400.0), "length_penalty must be from -10 to 10, not 400.0"),     # overflow
+    (dict(seed=-1), "seed must be 0 or positive, not -1"),
     (dict(num_hypotheses=5), "num_hypotheses (5) cannot exceed beam_size (4) without sampling"),
     (dict(temperature=0.0), "temperature must be positive, not 0.0"),
     (dict(top_k=-1), "top_k must be 0 (off) or positive, not -1"),
@@ -63,6 +69,15 @@ def test_wrong_types_are_refused_by_name(values, message):
         dataclasses.replace(DecodeOptions(), **values)
 
 
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(DecodeOptions) if float in FIELD_TYPES[f.name]])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, np.float32("nan")])
+def test_nan_and_infinity_are_refused(name, value):
+    """nan fails every rule's comparison, but inf passes the one-sided ones: `temperature > 0`."""
+    with pytest.raises(OptionError) as info:
+        DecodeOptions(**{name: value})
+    assert str(info.value) == f"{name} must be a finite number, not {value}"
+
+
 def test_every_field_type_is_checked_and_numbers_of_either_kind_pass():
     assert FIELD_TYPES["beam_size"] == (int,) and FIELD_TYPES["seed"] == (int, type(None))
     assert {t for types in FIELD_TYPES.values() for t in types} <= set(ACCEPTED)    # a new type needs a rule
@@ -84,6 +99,8 @@ def test_values_at_the_edges_are_accepted():
     DecodeOptions(beam_size=1, num_hypotheses=1, top_p=1.0, top_k=0, max_length=2, max_length_extra=0)
     DecodeOptions(beam_size=1, num_hypotheses=8, sampling=True)         # n samples need no beam
     DecodeOptions(temperature=1e-3, top_p=1e-6, length_penalty=-1.0, seed=0)
+    DecodeOptions(beam_size=256, num_hypotheses=256, length_penalty=10.0, seed=10 ** 30, max_length_ratio=1e300)
+    DecodeOptions(length_penalty=-10, temperature=1e300)
 
 
 def test_messages_can_name_flags_instead_of_fields():

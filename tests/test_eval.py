@@ -126,7 +126,7 @@ def test_checkpoint_runs_the_same_search_with_pytorch(capsys, fixture_checkpoint
     (["--corpus", "multi30k/test_2016_flickr"], 2, "--corpus needs --from"),
     (["--corpus", "multi30k/test_2016_flickr", "--from", "fr"], 1, "cannot translate from 'fr'"),
     (["--corpus", "multi30k/test_2016_flickr", "-s", "SRC"], 2, "give --corpus or --source-file/--ref-file"),
-    (["-s", "SRC", "-r", "SRC", "--beam-size", "0"], 2, "--beam-size must be at least 1, not 0"),
+    (["-s", "SRC", "-r", "SRC", "--beam-size", "0"], 2, "--beam-size must be from 1 to 256, not 0"),
     (["-s", "SRC", "-r", "SRC", "--n-best", "2"], 2, "No such option '--n-best'"),     # eval scores the best only
     (["-s", "SRC", "-r", "SRC", "--limit", "0"], 2, "--limit"),
     (["-s", "SRC", "-r", "SHORT"], 1, "they must be aligned"),

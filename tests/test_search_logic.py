@@ -412,6 +412,9 @@ def test_greedy_is_closed_at_each_sentences_max_length(backend_cls):
     results, _ = run(LOOP, sources, backend_cls, max_length=2)            # the first step is the last
     for result in results:
         assert_hyps(result, [([], LOG(.1))])
+    # A ratio too large to count in int64 is capped all the same.
+    results, _ = run(LOOP, sources, backend_cls, max_length_ratio=1e300, max_length=4)
+    assert [r.hypotheses[0].tokens for r in results] == [[A, B]] * 3
 
 
 @BACKENDS
@@ -552,6 +555,7 @@ def test_top_k_one_and_a_tiny_top_p_are_greedy(seed):
     ({"temperature": 2.0}, {t: math.sqrt(p) / (math.sqrt(.5) + math.sqrt(.3) + math.sqrt(.2))
                             for t, p in {A: .5, B: .3, C: .2}.items()}),
     ({"top_k": 2}, {A: .625, B: .375}),
+    ({"top_k": 10 ** 6}, {A: .5, B: .3, C: .2}),               # more than the vocabulary: all of it
     ({"top_p": 0.6}, {A: .625, B: .375}),                    # A (.5) is short of .6, A + B reach it
     ({"top_p": 0.45}, {A: 1.0}),
 ])

@@ -379,7 +379,7 @@ async def test_bad_settings_and_failed_translations_show_errors(stand_in):
         app.query_one("#beam").value = "0"
         await settle(pilot)
         # (the rule is DecodeOptions', as for mt-translate's --beam-size, named as the toolbar names it)
-        assert "Beam size must be at least 1, not 0" in str(app.query_one("#error").render())
+        assert "Beam size must be from 1 to 256, not 0" in str(app.query_one("#error").render())
         assert len(translator.calls) == 1
         app.query_one("#beam").value = "2"
         await settle(pilot)
@@ -633,14 +633,14 @@ async def test_settings_errors_follow_the_inputs_on_show(stand_in):
         error, mode = app.query_one("#error"), app.query_one("#mode")
         app.query_one("#beam").value = "0"
         await settle(pilot)
-        assert "Beam size must be at least 1, not 0" in str(error.render())
+        assert "Beam size must be from 1 to 256, not 0" in str(error.render())
         mode.value = "greedy"                   # the beam input is hidden, and so is its problem
         await settle(pilot)
         assert not error.display and "greedy" in shown(app, "#stats")
         mode.value = "beam"                     # shown again with its 0: the problem is back
         await settle(pilot)
         assert app.query_one("#beam").value == "0"
-        assert "Beam size must be at least 1, not 0" in str(error.render()) and error.display
+        assert "Beam size must be from 1 to 256, not 0" in str(error.render()) and error.display
         assert "beam 4" in shown(app, "#stats")             # the last valid size, with the reason above
         app.query_one("#beam").value = "3"
         await settle(pilot)
