@@ -25,7 +25,8 @@ ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x
 PROTECTED = re.compile("|".join([
     r"`[^`\n]+`",                                                     # inline code
     r"(?:https?://|ftp://|www\.)[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}»“”]",  # URL, without trailing punctuation
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}",                    # e-mail address
+    # e-mail address; starting only where its characters start, else a long word costs O(length ** 2)
+    r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}",
 ]))
 LIST_GAP = re.compile(r"[\s,;]*")           # between protected spans that make one list
 # Numbers are left to the model (it reads "am 3. Mai" better than a placeholder) and repaired after.
@@ -160,7 +161,8 @@ def insert_at(text: str, spans: list[Span]) -> str:
     body = text.rstrip(".!?…:;\"'“”»« ")
     ends = [m.end() for m in re.finditer(r"\S+", body)]          # where each word ends
     cuts = [ends[round(s.position * len(ends)) - 1] if ends and round(s.position * len(ends)) else 0 for s in spans]
-    for cut, span in sorted(zip(cuts, spans), key=lambda c: c[0], reverse=True):
+    # right to left, and spans at the same cut last one first, so that they keep their order
+    for cut, _, span in sorted(zip(cuts, range(len(spans)), spans), key=lambda c: c[:2], reverse=True):
         before, after = text[:cut], text[cut:]
         text = f"{before} {span.original}{after}" if before else f"{span.original} {after}".rstrip()
     return text

@@ -559,11 +559,13 @@ class Translator:
                 plain = clean(strip_ansi(core)).strip()
                 segments[-1].masked = mask(plain, self._lacks)
                 core = segments[-1].masked.text
-                if not core and language_id.has_letters(plain):       # words, but all in a script the model lacks
+                if language_id.has_letters(plain) and not language_id.has_letters(core):
+                    # words, but all in a script the model lacks (what is left: punctuation, numbers)
                     language = self.unknown_script(plain, from_lang)
                     text_languages[i].append(language)
                     warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
-                if core:
+                    segments[-1].kept = plain
+                elif core:
                     language = self.source_language(plain, to, from_lang)    # detected on the text as written
                     if prefix_text:          # the user wants it translated: they began its translation
                         segments[-1].prefix, segments[-1].written = prefix_text, self._written(prefix_text)

@@ -50,6 +50,9 @@ def test_spans_go_back_in_place():
     assert unmask("I love pizza and beer!", masked.spans) == "I love pizza 🍕 and beer 🍺!"
     only = mask("😀", lacks)
     assert only.text == "" and unmask("", only.spans) == "😀"
+    several = mask("😀 🎉 👍", lacks)           # at one place, in their order
+    assert several.text == "" and unmask("", several.spans) == "😀 🎉 👍"
+    assert unmask("Yes!", mask("Ja 😀 🎉!", lacks).spans) == "Yes 😀 🎉!"
 
 
 def test_a_dropped_or_repeated_placeholder():
