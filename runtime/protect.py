@@ -14,6 +14,8 @@ removed span, go back at the same share of the words ("Pizza 🍕 und Bier 🍺"
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,28 +97,45 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
     replaced by placeholders it does not otherwise contain, and runs of unknown characters taken out
     (the model would hallucinate on their bytes)."""
     found = [(m.start(), m.end(), True, None) for m in PROTECTED.finditer(text)]
-    found += [(a, b, True, term) for a, b, term in (terms.find(text) if terms else [])
-              if not any(s < b and a < e for s, e, *_ in found)]
-    found += [(a, b, False, None) for a, b in unknown_runs(text, is_unknown)
-              if not any(s <= a < e for s, e, *_ in found)]
+    overlaps = overlap_test(found)
+    found += [(a, b, True, term) for a, b, term in (terms.find(text) if terms else []) if not overlaps(a, b)]
+    overlaps = overlap_test(found)
+    found += [(a, b, False, None) for a, b in unknown_runs(text, is_unknown) if not overlaps(a, a + 1)]
     if not found:
         return Masked(text)
     free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text))
-    out, spans, last = [], [], 0
+    out, spans, cuts, last, length = [], [], [], 0, 0
     for start, end, replace, term in runs_of_spans(text, sorted(found, key=lambda f: f[:2])):
         placeholder = next(free, None) if replace else None
         if replace and placeholder is None:        # more spans than placeholders: the rest go to the model
             continue
         out += [text[last:start], placeholder or ""]
-        spans.append(Span(term if term is not None else text[start:end], placeholder, len("".join(out).split()),
-                          term=term is not None))
+        length += start - last + len(placeholder or "")
+        spans.append(Span(term if term is not None else text[start:end], placeholder, 0.0, term=term is not None))
+        cuts.append(length)
         last = end
     out.append(text[last:])
-    masked = re.sub(r"\s+(?=[.,!?;:])", "", re.sub(r"[ \t]{2,}", " ", "".join(out))).strip()
+    joined = "".join(out)
+    # Each span's position: the words of the text so far, its placeholder included, over all words.
+    word_starts = [m.start() for m in re.finditer(r"\S+", joined)]
+    masked = re.sub(r"\s+(?=[.,!?;:])", "", re.sub(r"[ \t]{2,}", " ", joined)).strip()
     n_words = max(len(masked.split()), 1)
-    for span in spans:
-        span.position = min(span.position / n_words, 1.0)
+    for span, cut in zip(spans, cuts):
+        span.position = min(bisect.bisect_left(word_starts, cut) / n_words, 1.0)
     return Masked(masked, spans)
+
+
+def overlap_test(spans: list[tuple]) -> Callable[[int, int], bool]:
+    """Whether [a, b) overlaps one of `spans` (start, end, ...), in O(log n): a text with thousands of
+    spans would take O(n ** 2) with a scan for each."""
+    ordered = sorted(spans, key=lambda span: span[:2])
+    starts = [span[0] for span in ordered]
+    reach = list(itertools.accumulate((span[1] for span in ordered), max))     # the furthest end so far
+
+    def overlaps(a: int, b: int) -> bool:
+        i = bisect.bisect_left(starts, b) - 1            # the last span that starts before b
+        return i >= 0 and reach[i] > a
+    return overlaps
 
 
 def runs_of_spans(text: str, found: list[tuple]) -> list[tuple]:
@@ -161,11 +180,15 @@ def insert_at(text: str, spans: list[Span]) -> str:
     body = text.rstrip(".!?…:;\"'“”»« ")
     ends = [m.end() for m in re.finditer(r"\S+", body)]          # where each word ends
     cuts = [ends[round(s.position * len(ends)) - 1] if ends and round(s.position * len(ends)) else 0 for s in spans]
-    # right to left, and spans at the same cut last one first, so that they keep their order
-    for cut, _, span in sorted(zip(cuts, range(len(spans)), spans), key=lambda c: c[:2], reverse=True):
-        before, after = text[:cut], text[cut:]
-        text = f"{before} {span.original}{after}" if before else f"{span.original} {after}".rstrip()
-    return text
+    order = sorted(range(len(spans)), key=cuts.__getitem__)      # spans at one cut keep their order
+    pieces, last = [], 0
+    for i in order:
+        if cuts[i]:
+            pieces += [text[last:cuts[i]], " ", spans[i].original]
+            last = cuts[i]
+    pieces.append(text[last:])
+    front = [spans[i].original for i in order if not cuts[i]]     # before the first word
+    return " ".join([*front, "".join(pieces)]).rstrip() if front else "".join(pieces)
 
 
 def number_key(number: str) -> str:

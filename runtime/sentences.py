@@ -20,18 +20,26 @@ ABBREVIATIONS = frozenset("""
     mme mlle m av bd
 """.split())
 
+# A run of marks is tried from its first one only: from each of them, a long run ("!!!!...") would
+# cost O(length ** 2).
 _BOUNDARY = re.compile(
-    r"""(?:\.\.\.|…|[.!?]+)["'”’»«)\]]*(?=\s+["'“‘«»(\[¿¡]*[\w])"""   # Latin punctuation + space + next
-    r"""|[。！？]+["'”’」』）)]*""",                                     # CJK: no space needed
+    r"""(?:\.\.\.|…|(?<![.!?])[.!?]+)["'”’»«)\]]*(?=\s+["'“‘«»(\[¿¡]*[\w])"""   # Latin punctuation + space + next
+    r"""|[。！？]+["'”’」』）)]*""",                                                  # CJK: no space needed
 )
-_TOKEN_BEFORE = re.compile(r"(\S+)$")
+
+
+def _token_before(text: str, end: int) -> str:
+    """The non-space characters just before text[end] (read backwards: a search from the start of a
+    long line for each period would cost O(length ** 2))."""
+    start = end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end]
 
 
 def _is_abbreviation(text: str, end: int) -> bool:
     """Whether the period at text[end - 1] closes an abbreviation, an initial or a number."""
-    match = _TOKEN_BEFORE.search(text, 0, end - 1)
-    token = match.group(1) if match else ""
-    token = token.lstrip("\"'“‘«»([¿¡").lower()
+    token = _token_before(text, end - 1).lstrip("\"'“‘«»([¿¡").lower()
     if not token:
         return False
     if token in ABBREVIATIONS or token.rstrip(".") in ABBREVIATIONS:

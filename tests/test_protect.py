@@ -2,8 +2,10 @@
 stand-ins for the tokenizer and the model: the real ones are tested in test_real_input.py."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mtkit.runtime.protect import (Masked, mask, repair_numbers, strip_ansi, unknown_runs, unmask,
+from mtkit.runtime.protect import (Masked, mask, overlap_test, repair_numbers, strip_ansi, unknown_runs, unmask,
                                    vocabulary_lacks)
 from mtkit.runtime.translator import CLAUSE_TOKENS, restore, split_long
 
@@ -53,6 +55,12 @@ def test_spans_go_back_in_place():
     several = mask("😀 🎉 👍", lacks)           # at one place, in their order
     assert several.text == "" and unmask("", several.spans) == "😀 🎉 👍"
     assert unmask("Yes!", mask("Ja 😀 🎉!", lacks).spans) == "Yes 😀 🎉!"
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8)), max_size=12), st.integers(0, 40), st.integers(1, 8))
+def test_the_overlap_test_agrees_with_a_scan(spans, a, width):
+    spans = [(s, s + n) for s, n in spans]               # overlapping ones too
+    assert overlap_test(spans)(a, a + width) == any(s < a + width and a < e for s, e in spans)
 
 
 def test_a_dropped_or_repeated_placeholder():

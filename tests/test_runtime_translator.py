@@ -217,6 +217,7 @@ def test_sentence_splitter():
         "Wait... what? Mr. J. Smith, e.g. him, left.": ["Wait... what?", "Mr. J. Smith, e.g. him, left."],
         "你好。我很好！": ["你好。", "我很好！"],
         "no split. after lower case": ["no split. after lower case"],
+        "Was" + "!" * 5000 + " Ja.… Nein.": ["Was" + "!" * 5000, "Ja.…", "Nein."],   # a run of marks: one end
     }
     for text, expected in cases.items():
         assert split_sentences(text) == expected
