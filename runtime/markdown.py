@@ -24,6 +24,9 @@ ESCAPE_IN_TABLE = re.compile(r"([\\`*_\[\]<>|])")
 # A word that would start a block (or end a paragraph) if a line began with it: a heading, a list item,
 # a quote, a setext underline, a thematic break, a fence, an HTML block, a table row. Wrapping never
 # puts one first on a line.
+# Inline HTML that would make a parser take all that follows as its content (until its end tag, or
+# "-->"): it travels whole, as written, as other syntax does.
+RAW_TEXT_HTML = re.compile(r"</?(?:script|style|textarea|title)\b|<!", re.IGNORECASE)
 BLOCK_START = re.compile(r"#{1,6}|[-+*]|\d{1,9}[.)]|[=_*-]+|[>`~<|].*")
 
 
@@ -104,7 +107,7 @@ class _Unit:
                 out.append(f'<{PAIRS[kind[:-5]]} data-m="{self._marker(c.markup, c.markup)}">')
             elif kind.endswith("_close") and kind[:-6] in PAIRS:
                 out.append(f"</{PAIRS[kind[:-6]]}>")
-            elif kind == "html_inline":
+            elif kind == "html_inline" and not RAW_TEXT_HTML.match(c.content):
                 out.append(c.content)
             else:                                   # anything else travels whole, as written
                 out.append(f'<code data-m="{self._marker(c.content or c.markup)}"></code>')
@@ -125,7 +128,7 @@ class _Unit:
         writer = _MarkdownWriter(self.markers, ESCAPE_IN_TABLE if self.in_table else ESCAPE)
         writer.feed(translated_html)
         writer.close()
-        return "".join(writer.out).strip()
+        return "".join([*writer.out, writer.rawdata]).strip()     # rawdata: what the parser kept back
 
     def write_into(self, lines: list[str], cells: dict[int, int]) -> None:
         """Put the translation in place of the source text in `lines` (nothing, where the text cannot be

@@ -18,6 +18,7 @@ too, as Firefox's translations do; the rest of a tag stays as written.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -41,13 +42,21 @@ LETTER = re.compile(r"[^\W\d_]")
 TEXT_ATTRIBUTES = ("title", "alt", "placeholder", "aria-label")      # and a button's value: what people read
 
 
-def translate_html(translator, page: str, to=None, options=None, *, from_lang: str = "auto",
-                   split_sentences: bool = True, glossary=None, **overrides) -> str:
+def translate_html(translator, page: str, to=None, options=None, **settings) -> str:
     """`page` (a document or a fragment) with its text translated by `translator` and its markup kept."""
+    return translate_fragments(translator, [page], to, options, **settings)[0]
+
+
+def translate_fragments(translator, fragments: list[str], to=None, options=None, *, from_lang: str = "auto",
+                        split_sentences: bool = True, glossary=None, **overrides) -> list[str]:
+    """Each HTML fragment translated, all in one call (a Markdown file's blocks, a subtitle file's cues).
+    Each is read on its own, so that none runs into the next: an unclosed comment or a <script> in one
+    would otherwise take in all that follow."""
     overrides.pop("return_alignment", None)         # asked for where a sentence's markup needs it
-    events = _translate_attributes(translator, _events(page), to, options, from_lang, glossary, overrides)
-    chunks = _chunks(events)
-    blocks = [_Block(c) for c in chunks if isinstance(c, list)]
+    pages = _translate_attributes(translator, [_events(f) for f in fragments], to, options, from_lang, glossary,
+                                  overrides)
+    pages = [_chunks(events) for events in pages]
+    blocks = [_Block(c) for chunks in pages for c in chunks if isinstance(c, list)]
     units = [(block, words) for block in blocks for words in block.units(split_sentences)]
     texts = [" ".join(w.text for w in words) for _, words in units]
     results = {}
@@ -63,18 +72,8 @@ def translate_html(translator, page: str, to=None, options=None, *, from_lang: s
         block.targets += _carry_over(words, results.get(i))
     out = iter(blocks)
     language = (to or translator.default_language).lower()
-    return "".join(next(out).render() if isinstance(c, list) else _relabel(c, language) for c in chunks)
-
-
-def translate_fragments(translator, fragments: list[str], to=None, options=None, **settings) -> list[str]:
-    """Each HTML fragment translated, all in one call: each travels as a block of one page, so none
-    runs into the next (for a Markdown file's blocks, a subtitle file's cues)."""
-    page = "".join(f'<div data-mtkit-unit="{n}">{fragment}</div>' for n, fragment in enumerate(fragments))
-    pieces = re.split(r'<div data-mtkit-unit="(\d+)">', translator.translate_html(page, to, options, **settings))[1:]
-    translated = [""] * len(fragments)
-    for n, body in zip(pieces[::2], pieces[1::2]):
-        translated[int(n)] = body.removesuffix("</div>")
-    return translated
+    return ["".join(next(out).render() if isinstance(c, list) else _relabel(c, language) for c in chunks)
+            for chunks in pages]
 
 
 def _relabel(raw: str, language: str) -> str:
@@ -142,6 +141,8 @@ def _events(page: str) -> list[tuple[str, str, str, dict]]:
     reader = _Reader(page)
     reader.feed(page)
     reader.close()
+    if reader.rawdata:          # what an unclosed <script> or <style> holds: the parser keeps it back
+        reader.events.append(("other", "", reader.rawdata, {}))
     return reader.events
 
 
@@ -188,19 +189,20 @@ def _with_attribute(raw: str, name: str, value: str) -> str:
     return pattern.sub(lambda m: m.group(1) + '"' + html.escape(value, quote=True) + '"', raw, count=1)
 
 
-def _translate_attributes(translator, events: list, to, options, from_lang, glossary, overrides) -> list:
-    """`events` with the readable attributes of the page's tags (TEXT_ATTRIBUTES) translated in place."""
-    wanted = [(i, name) for i in _translated_tags(events) for name in _attribute_texts(events[i][3], events[i][1])
-              if LETTER.search(events[i][3][name])]
+def _translate_attributes(translator, pages: list[list], to, options, from_lang, glossary, overrides) -> list[list]:
+    """Each page's events with the readable attributes of its tags (TEXT_ATTRIBUTES) translated in place,
+    all pages' in one call."""
+    wanted = [(page, i, name) for page, events in enumerate(pages) for i in _translated_tags(events)
+              for name in _attribute_texts(events[i][3], events[i][1]) if LETTER.search(events[i][3][name])]
     if not wanted:
-        return events
-    found = translator.translate([events[i][3][name] for i, name in wanted], to, options, from_lang=from_lang,
-                                 glossary=glossary, **overrides)
-    events = list(events)
-    for (i, name), tr in zip(wanted, found):
-        kind, tag, raw, attrs = events[i]
-        events[i] = (kind, tag, _with_attribute(raw, name, tr.text), {**attrs, name: tr.text})
-    return events
+        return pages
+    found = translator.translate([pages[page][i][3][name] for page, i, name in wanted], to, options,
+                                 from_lang=from_lang, glossary=glossary, **overrides)
+    pages = [list(events) for events in pages]
+    for (page, i, name), tr in zip(wanted, found):
+        kind, tag, raw, attrs = pages[page][i]
+        pages[page][i] = (kind, tag, _with_attribute(raw, name, tr.text), {**attrs, name: tr.text})
+    return pages
 
 
 def _chunks(events) -> list[str | list]:
@@ -323,18 +325,24 @@ class _Block:
     def _pair_tags(self) -> None:
         """Pair each inline start tag with its end tag; an element with no words inside is left unpaired,
         so that it travels whole."""
-        open_tags: list[int] = []
+        open_tags: list[int] = []                   # start tags not closed yet, innermost last
+        open_by_tag: dict[str, list[int]] = {}      # the same by tag name, so that no end tag scans them all
         for k, (kind, tag, _) in enumerate(self.items):
             if kind == "start":
                 open_tags.append(k)
-            elif kind == "end":
-                for depth in range(len(open_tags) - 1, -1, -1):
-                    if self.items[open_tags[depth]][1] == tag:
-                        self.partner[open_tags[depth]], self.partner[k] = k, open_tags[depth]
-                        del open_tags[depth:]
+                open_by_tag.setdefault(tag, []).append(k)
+            elif kind == "end" and open_by_tag.get(tag):
+                start = open_by_tag[tag][-1]
+                self.partner[start], self.partner[k] = k, start
+                while True:                         # it closes, and so does every element left open inside it
+                    inner = open_tags.pop()
+                    open_by_tag[self.items[inner][1]].pop()
+                    if inner == start:
                         break
+        # items with words before each index: one pass, not a scan of each element (nested ones: O(n ** 2))
+        words_before = list(itertools.accumulate((_has_words(kind, raw) for kind, _, raw in self.items), initial=0))
         for start, end in list(self.partner.items()):
-            if start < end and not any(_has_words(kind, raw) for kind, _, raw in self.items[start + 1:end]):
+            if start < end and words_before[end] == words_before[start + 1]:
                 del self.partner[start], self.partner[end]
 
     def units(self, split_sentences: bool) -> list[list[_Word]]:

@@ -88,6 +88,15 @@ def test_text_that_would_read_as_markdown_is_escaped(fixture_translator):
     assert "".join(writer.out) == r"5 \* 3 = a\_b \[sic\] \<tag\> \`x\`"
 
 
+def test_inline_script_or_comment_takes_in_nothing_after_it(fixture_translator):
+    """Inline HTML that an HTML parser would read to its end tag travels whole: the text after it, and
+    the next paragraphs, are translated."""
+    document = f"{GERMAN[0]} <script>\n\n{GERMAN[1]}\n\n{GERMAN[2]} <!-- x -->\n\n{GERMAN[3]}\n"
+    paragraphs = fixture_translator.translate_markdown(document, **GREEDY).split("\n\n")
+    assert len(paragraphs) == 4 and [paragraphs[1], paragraphs[3]] == [ENGLISH[1], ENGLISH[3] + "\n"]
+    assert paragraphs[0].count("<script>") == 1 and paragraphs[2].count("<!-- x -->") == 1
+
+
 def test_documents_without_text_come_back_unchanged(fixture_translator):
     for document in ["", "\n", "```\nDas wollen wir nicht machen.\n```\n", "---\n\n***\n", "| 1 | 2 |\n|---|---|\n"]:
         assert fixture_translator.translate_markdown(document, **GREEDY) == document

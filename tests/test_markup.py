@@ -23,7 +23,7 @@ import pytest
 from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
 from mtkit.runtime import TranslationError
 from mtkit.runtime.cli import main
-from mtkit.runtime.markup import carry_paths, translate_html, word_alignment
+from mtkit.runtime.markup import carry_paths, translate_fragments, translate_html, word_alignment
 
 GREEDY = {"from_lang": "de", "beam_size": 1}
 
@@ -148,6 +148,24 @@ def test_pages_without_words_come_back_unchanged(fixture_translator, page):
 def test_malformed_pages_lose_no_tag(fixture_translator, page):
     out = translate(fixture_translator, page)
     assert sorted(Outline(out).tags) == sorted(Outline(page).tags)
+
+
+@pytest.mark.parametrize("page", ["<style>p { x: 1 }", f"{GERMAN[0]} <script> var x = 1;"])
+def test_an_unclosed_script_or_style_keeps_its_content(fixture_translator, page):
+    """The parser holds back what an unclosed raw-text element contains: it comes back as written."""
+    assert translate(fixture_translator, page).endswith(page[page.index("<"):])
+
+
+def test_no_fragment_runs_into_the_next(fixture_translator):
+    """Subtitle cues, Markdown blocks and mt-serve's texts: a <script> or an open comment in one, or
+    markup that looks like the old wrapper, changes nothing in the others."""
+    fragments = ["<script>", GERMAN[0], "<!-- x", GERMAN[1], f'<div data-mtkit-unit="7">{GERMAN[2]}</div>',
+                 "<style>x", f"<b>{GERMAN[3]}</b>"]
+    out = translate_fragments(fixture_translator, fragments, "en", **GREEDY)
+    assert len(out) == len(fragments)
+    assert out[0] == "<script>" and out[5] == "<style>x"          # out[2]: "<!-- x" read as text
+    assert [out[1], out[3]] == ENGLISH[:2]
+    assert out[4] == f'<div data-mtkit-unit="7">{ENGLISH[2]}</div>' and out[6] == f"<b>{ENGLISH[3]}</b>"
 
 
 def test_not_a_string_or_a_language_the_model_lacks_is_a_clear_error(fixture_translator):
