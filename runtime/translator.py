@@ -607,6 +607,10 @@ class Translator:
         # 2. Decoding, length-sorted, in input order.
         results = decode_all(self.backend, sources, opts, self.max_batch_tokens, self.max_batch_sentences,
                              self.parallel_batches, self.pieces, source_prefixes) if sources else []
+        if any(not r.hypotheses or math.isnan(r.hypotheses[0].score) for r in results):
+            # NaN weights (a broken average or export): beam search then finds nothing, greedy finds noise
+            raise ModelLoadError(f"{self.path}: the model's scores are not numbers (NaN): its weights are "
+                                 f"broken; export it again from a sound checkpoint")
         t2 = time.perf_counter()
 
         # 3. Detokenized and reassembled.

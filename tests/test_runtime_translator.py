@@ -487,3 +487,31 @@ def test_broken_bundles_name_the_file(fixture_bundle, tmp_path):
     corrupt.write_bytes(b"not a tarball")
     with pytest.raises(ModelLoadError, match="corrupt.tar.gz: cannot unpack"):
         Translator(corrupt)
+
+
+@pytest.mark.parametrize("options", [dict(beam_size=1), dict(beam_size=4), dict(sampling=True, seed=1)])
+def test_a_model_whose_weights_are_nan_is_refused_in_words(tmp_path, fixture_bundle, capsys, options):
+    """A broken average or export gives NaN scores: beam search finds nothing, greedy finds noise. Either
+    way the user hears that the model is broken, not an IndexError or a line of garbage."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from conftest import invoke
+    from mtkit.runtime import bundle_format as bf, checksums
+    from mtkit.runtime.cli import main
+
+    broken = tmp_path / "bundle"
+    shutil.copytree(fixture_bundle, broken)
+    graph = onnx.load(broken / "decoder.onnx")
+    weight = next(w for w in graph.graph.initializer if w.data_type == onnx.TensorProto.FLOAT and w.dims)
+    weight.CopyFrom(numpy_helper.from_array(np.full_like(numpy_helper.to_array(weight), np.nan), weight.name))
+    onnx.save(graph, broken / "decoder.onnx")
+    config = bf.BundleConfig.load(broken)
+    config.files = checksums.manifest(broken)                # sound files: only the numbers are broken
+    config.save(broken)
+    with pytest.raises(ModelLoadError, match="scores are not numbers .NaN.: its weights are broken"):
+        Translator(broken, variant="fp32", threads=ORT_THREADS).translate(GERMAN[0], from_lang="de", **options)
+    flags = ["--beam-size", str(options.get("beam_size", 1))] if "sampling" not in options else ["--sampling"]
+    code, out, err = invoke(main, ["-m", str(broken), "--variant", "fp32", "--from", "de", *flags, GERMAN[0]], capsys)
+    assert code == 1 and out == "" and "weights are broken" in err and "Traceback" not in err
