@@ -488,18 +488,29 @@ def carry_paths(source_paths: list[tuple[int, ...]], scores: np.ndarray) -> list
     taking another element's place, so none is lost."""
     if not source_paths or not len(scores):
         return [()] * len(scores)
-    paths = [source_paths[int(np.argmax(row))] for row in scores]
+    paths = [source_paths[i] for i in scores.argmax(axis=1)]
+    holders: dict[int, list[int]] = {}                    # element -> the source words inside it
+    for i, path in enumerate(source_paths):
+        for element in path:
+            holders.setdefault(element, []).append(i)
     for element in dict.fromkeys(k for p in paths for k in p):
-        _keep_one_run(paths, element, scores, [i for i, p in enumerate(source_paths) if element in p])
-    for element in dict.fromkeys(k for p in source_paths for k in p):      # outer elements first
+        _keep_one_run(paths, element, scores, holders[element])
+    for element in holders:                               # outer elements first
         if any(element in p for p in paths):
             continue
-        inside = [i for i, p in enumerate(source_paths) if element in p]
-        order = np.argsort(-scores[:, inside].sum(axis=1), kind="stable")
-        choices = [(t, source_paths[inside[int(np.argmax(scores[t, inside]))]]) for t in order]
-        around = [(t, new) for t, new in choices if paths[t] == new[:new.index(element)]]   # its parents, no more
-        below = [(t, new) for t, new in choices if new[:len(paths[t])] == paths[t]]        # fewer: only adds
-        target, new = (around or below or choices)[0]
+        inside = scores[:, holders[element]]
+        order = np.argsort(-inside.sum(axis=1), kind="stable")
+        choices = np.asarray(holders[element])[inside.argmax(axis=1)]     # each target word's best source word
+        target, new, below = None, None, None
+        for t in order:
+            candidate = source_paths[choices[t]]
+            if paths[t] == candidate[:candidate.index(element)]:          # its parents, no more
+                target, new = t, candidate
+                break
+            if below is None and candidate[:len(paths[t])] == paths[t]:   # fewer: only adds
+                below = (t, candidate)
+        if target is None:
+            target, new = below or (order[0], source_paths[choices[order[0]]])
         paths[target] = new
     return paths
 
