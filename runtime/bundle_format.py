@@ -39,6 +39,10 @@ The names above are the defaults; the runtime reads them from config.json's "ten
 in the order above, parsed by `parse_tensors`), so that file is the contract.
 Loading a bundle reads JSON, SentencePiece and ONNX only: never pickle.
 
+`BundleConfig.from_json` checks every field it reads (types, ranges, file names inside the bundle) and
+refuses a config.json that breaks this schema with a BundleError naming the file and the field, so a
+damaged or hand-edited config is one line of error at load time, never a crash further on.
+
 Schema versions (`READABLE_VERSIONS`; anything else is refused with a one-line error):
     1  the first format; "tensors" was written but not read
     2  a variant may list external data files ("data"); "tensors" is read; special ids are checked
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from .vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -159,38 +164,124 @@ class GraphNames:
     cross_per_sentence: bool = False   # src_mask and cross may have one row per sentence, not per row
 
 
+class ConfigError(ValueError):
+    """A config.json field of the wrong type or out of range; the message names the field.
+    `BundleConfig.from_json` turns it into a BundleError naming the file."""
+
+
+# Dimensions, layer counts and token ids end up in int32/int64 tensors and numpy shapes: a value
+# beyond this is damage, not a model. json.loads reads 1e999 as inf and accepts NaN and Infinity,
+# which are floats and so fail the int checks below.
+MAX_INT = 2**31 - 1
+MAX_BYTES = 2**63 - 1             # a file size (st_size is an int64)
+
+
+def _show(value) -> str:
+    """A value as config.json spells it (Infinity, NaN, "x", [...]), cut short."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _object(value, field: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{field} must be an object, not {_show(value)}")
+    return value
+
+
+def _list(value, field: str) -> list:
+    if not isinstance(value, list):
+        raise ConfigError(f"{field} must be a list, not {_show(value)}")
+    return value
+
+
+def _string(value, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{field} must be a non-empty string, not {_show(value)}")
+    return value
+
+
+def _int(value, field: str, low: int = 1, high: int = MAX_INT) -> int:
+    # bool is an int subclass in Python, and floats (2.0, 1e999, NaN) are not counts or ids
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{field} must be an integer from {low} to {high}, not {_show(value)}")
+    return value
+
+
+def _file_name(value, field: str) -> str:
+    """A file the runtime opens: a relative path inside the bundle, never config.json itself."""
+    path = PurePosixPath(_string(value, field))
+    if path.is_absolute() or ".." in path.parts or value == CONFIG_FILE:
+        raise ConfigError(f"{field}: {value!r} is not a file inside the bundle")
+    return value
+
+
 def parse_tensors(tensors: dict, decoder_layers: int) -> GraphNames:
-    """config.json's "tensors" -> GraphNames; ValueError if the lists do not have the layout above."""
-    enc_in, enc_out = list(tensors["encoder"]["inputs"]), list(tensors["encoder"]["outputs"])
-    dec_in, dec_out = list(tensors["decoder"]["inputs"]), list(tensors["decoder"]["outputs"])
+    """config.json's "tensors" -> GraphNames; ConfigError (a ValueError) if the lists do not have the layout above."""
+    def names(graph: str, kind: str) -> list[str]:
+        field = f"tensors.{graph}.{kind}"
+        listed = _list(_object(tensors.get(graph), f"tensors.{graph}").get(kind), field)
+        return [_string(name, f"{field}[{i}]") for i, name in enumerate(listed)]
+
+    tensors = _object(tensors, "tensors")
+    enc_in, enc_out = names("encoder", "inputs"), names("encoder", "outputs")
+    dec_in, dec_out = names("decoder", "inputs"), names("decoder", "outputs")
     kv = 2 * decoder_layers
     if len(enc_in) != 2 or len(enc_out) != 1 + kv or len(dec_in) != 2 + 2 * kv \
             or len(dec_out) not in (2 + kv, 5 + kv):
-        raise ValueError(f"tensors: the name lists do not fit a decoder of {decoder_layers} layers")
+        raise ConfigError(f"tensors: the name lists do not fit a decoder of {decoder_layers} layers")
     cross = enc_out[1:]
     if dec_in[1] != enc_in[1] or dec_in[2 + kv:] != cross:
-        raise ValueError("tensors: the decoder's src_mask / cross inputs are not the encoder's")
+        raise ConfigError("tensors: the decoder's src_mask / cross inputs are not the encoder's")
+    per_sentence = tensors.get("cross_per_sentence", False)
+    if not isinstance(per_sentence, bool):
+        raise ConfigError(f"tensors.cross_per_sentence must be true or false, not {_show(per_sentence)}")
     return GraphNames(enc_in, enc_out, dec_in, dec_out, src_ids=enc_in[0], src_mask=enc_in[1], cross=cross,
                       tgt_ids=dec_in[0], past=dec_in[2:2 + kv], logits=dec_out[0], present=dec_out[1:1 + kv],
                       cross_attention=dec_out[1 + kv], search_head=dec_out[2 + kv:],
-                      cross_per_sentence=tensors.get("cross_per_sentence", False) is True)
+                      cross_per_sentence=per_sentence)
 
 
 class BundleError(Exception):
     """A bundle that cannot be used; the message names the file at fault."""
 
 
+def parse_variants(variants: dict) -> dict[str, dict]:
+    """config.json's "variants", checked: known variant names, each an object whose graph and data
+    file names are files inside the bundle. Other keys (precision, optimizations, ...) are kept as they are."""
+    for variant, entry in _object(variants, "variants").items():
+        if variant not in VARIANTS:
+            raise ConfigError(f"variants: unknown variant {variant!r} (this runtime knows {', '.join(VARIANTS)})")
+        field = f"variants.{variant}"
+        _object(entry, field)
+        for graph in ("encoder", "decoder"):
+            if graph in entry:
+                _file_name(entry[graph], f"{field}.{graph}")
+        for i, name in enumerate(_list(entry.get("data", []), f"{field}.data")):
+            _file_name(name, f"{field}.data[{i}]")
+    return dict(variants)
+
+
 def parse_files(files: dict) -> dict[str, dict]:
     """config.json's "files", checked: relative paths inside the bundle, a hex sha256 and a size each."""
     parsed = {}
-    for name, entry in dict(files).items():
-        path = PurePosixPath(name)
-        if path.is_absolute() or ".." in path.parts or name == CONFIG_FILE:
-            raise ValueError(f"files: {name!r} is not a file inside the bundle")
-        sha256, size = str(entry["sha256"]), int(entry["bytes"])
-        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256) or size < 0:
-            raise ValueError(f"files: {name!r} has no valid sha256 and size")
-        parsed[name] = {"sha256": sha256, "bytes": size}
+    for name, entry in _object(files, "files").items():
+        field = f"files[{_show(name)}]"
+        _file_name(name, field)
+        entry = _object(entry, field)
+        sha256 = entry.get("sha256")
+        if not isinstance(sha256, str) or len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+            raise ConfigError(f"{field}.sha256 must be 64 lowercase hex digits, not {_show(sha256)}")
+        parsed[name] = {"sha256": sha256, "bytes": _int(entry.get("bytes"), f"{field}.bytes", 0, MAX_BYTES)}
+    return parsed
+
+
+def parse_directions(directions: list) -> list[list[str]]:
+    """config.json's "directions": [[source, target], ...], two language codes each."""
+    parsed = []
+    for i, pair in enumerate(_list(directions, "directions")):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ConfigError(f"directions[{i}] must be a [source, target] pair, not {_show(pair)}")
+        parsed.append([_string(lang, f"directions[{i}][{j}]") for j, lang in enumerate(pair)])
     return parsed
 
 
@@ -245,39 +336,58 @@ class BundleConfig:
 
     @classmethod
     def from_json(cls, data: dict, source: str = CONFIG_FILE) -> "BundleConfig":
-        version = data.get("schema_version")
-        if version not in READABLE_VERSIONS:
+        """A parsed config.json, every field checked against the schema (see the module docstring);
+        BundleError naming `source` and the field otherwise."""
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise BundleError(
-                f"{source}: schema_version {version!r} is not supported (this runtime reads versions "
+                f"{source}: schema_version {_show(version)} is not supported (this runtime reads versions "
                 f"{', '.join(map(str, READABLE_VERSIONS))}); re-export the model with this mt-export"
             )
         try:
-            model = data["model"]
-            known = {"schema_version", "model", "special_ids", "language_tags", "directions",
-                     "tokenizer", "tensors", "variants", "provenance", "parity", "files", "lexicon"}
-            config = cls(
-                **{k: int(model[k]) for k in cls.MODEL_KEYS},
-                special_ids={k: int(v) for k, v in data["special_ids"].items()},
-                language_tags={k: int(v) for k, v in data["language_tags"].items()},
-                directions=[list(d) for d in data["directions"]],
-                variants=dict(data["variants"]),
-                tensors=dict(data.get("tensors", {})),
-                tokenizer=data.get("tokenizer", TOKENIZER_FILE),
-                provenance=dict(data.get("provenance", {})),
-                parity=dict(data.get("parity", {})),
-                # Older bundles have no "files": no checksums to check, same schema otherwise.
-                files=parse_files(data.get("files", {})),
-                lexicon=str(data["lexicon"]) if data.get("lexicon") else None,
-                schema_version=version,
-                extra={k: v for k, v in data.items() if k not in known},
-            )
-            config.names                       # the tensor lists must have the graphs' layout
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise BundleError(f"{source}: malformed config ({type(e).__name__}: {e})") from None
+            config = cls._parse(data, version)
+        except ConfigError as e:
+            raise BundleError(f"{source}: {e}") from None
         wrong = {k: v for k, v in config.special_ids.items() if SPECIAL_IDS.get(k, v) != v}
         if wrong or not SPECIAL_IDS.keys() <= config.special_ids.keys():
             raise BundleError(f"{source}: special_ids {config.special_ids} differ from this runtime's {SPECIAL_IDS}; "
                               "the model was not trained with mtkit's vocabulary")
+        return config
+
+    @classmethod
+    def _parse(cls, data: dict, version: int) -> "BundleConfig":
+        model = _object(data.get("model"), "model")
+        dims = {k: _int(model.get(k), f"model.{k}") for k in cls.MODEL_KEYS}
+        if dims["n_heads"] * dims["head_dim"] != dims["d_model"]:   # the attention cache shapes rely on it
+            raise ConfigError(f"model: n_heads {dims['n_heads']} x head_dim {dims['head_dim']} "
+                              f"is not d_model {dims['d_model']}")
+        token_id = partial(_int, low=0, high=dims["vocab_size"] - 1)
+        special_ids = {k: token_id(v, f"special_ids.{k}")
+                       for k, v in _object(data.get("special_ids"), "special_ids").items()}
+        language_tags = {k: token_id(v, f"language_tags.{k}")
+                         for k, v in _object(data.get("language_tags"), "language_tags").items()}
+        if not language_tags:            # the translator needs at least one target language
+            raise ConfigError("language_tags is empty; the model has no target language")
+        lexicon = data.get("lexicon")
+        known = {"schema_version", "model", "special_ids", "language_tags", "directions",
+                 "tokenizer", "tensors", "variants", "provenance", "parity", "files", "lexicon"}
+        config = cls(
+            **dims,
+            special_ids=special_ids,
+            language_tags=language_tags,
+            directions=parse_directions(data.get("directions")),
+            variants=parse_variants(data.get("variants")),
+            tensors=dict(_object(data.get("tensors", {}), "tensors")),
+            tokenizer=_file_name(data.get("tokenizer", TOKENIZER_FILE), "tokenizer"),
+            provenance=dict(_object(data.get("provenance", {}), "provenance")),
+            parity=dict(_object(data.get("parity", {}), "parity")),
+            # Older bundles have no "files": no checksums to check, same schema otherwise.
+            files=parse_files(data.get("files", {})),
+            lexicon=None if lexicon is None else _file_name(lexicon, "lexicon"),
+            schema_version=version,
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+        config.names                       # the tensor lists must have the graphs' layout
         return config
 
     def save(self, directory: Path) -> None:
@@ -293,7 +403,10 @@ class BundleConfig:
             raise BundleError(f"{path}: missing; is this a model bundle written by mt-export?")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except OSError as e:
+            raise BundleError(f"{path}: cannot read ({e.strerror or e})") from None
+        # ValueError: also bad UTF-8 and a number of over 4300 digits; RecursionError: lists nested thousands deep
+        except (ValueError, RecursionError) as e:
             raise BundleError(f"{path}: not valid JSON ({e})") from None
         if not isinstance(data, dict):
             raise BundleError(f"{path}: expected a JSON object")

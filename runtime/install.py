@@ -63,7 +63,10 @@ def install(source: str, name: str | None = None, force: bool = False,
     staging = Path(tempfile.mkdtemp(prefix=f".install-{name}-", dir=root))
     try:
         found = fetch(source, staging, show_progress)
-        config = bf.BundleConfig.load(found)
+        try:
+            config = bf.BundleConfig.load(found)
+        except BundleError as e:    # it names the staging copy, gone by the time the user reads it
+            raise InstallError(f"{source}: {str(e).removeprefix(f'{found}{os.sep}')}; nothing was installed") from None
         verification = checksums.verify(found, config)
         if verification.problems:       # none when nothing is recorded: such a bundle installs unverified
             raise InstallError(f"{source}: {'; '.join(verification.problems)}; nothing was installed")
