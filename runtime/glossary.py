@@ -42,7 +42,16 @@ class Terms:
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """(start, end, translation) of each term in `text`, longest first where terms overlap."""
-        return [(m.start(), m.end(), self.translations[m.group().lower()]) for m in self.pattern.finditer(text)]
+        return [(m.start(), m.end(), self.translation(m.group())) for m in self.pattern.finditer(text)]
+
+    def translation(self, found: str) -> str:
+        """The translation of `found`, a match of the pattern: by its lower case, or else by the term that
+        matches it. IGNORECASE also matches letters whose lower cases differ (Greek mu for the micro sign
+        in "µm", "S" for the long s in "ſtraße"); it compares letter by letter, so the term is as long."""
+        if (translation := self.translations.get(found.lower())) is not None:
+            return translation
+        return next(translation for term, translation in self.translations.items()
+                    if len(term) == len(found) and re.fullmatch(re.escape(term), found, re.IGNORECASE))
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,15 @@ class Glossary:
             return cls.from_pairs(source.strip(), target.strip(), pairs)
         except GlossaryError as e:
             raise GlossaryError(f"{path}: {e}") from None
+
+    def check_model(self, translator) -> None:
+        """A GlossaryError unless `translator`'s model translates between the glossary's two languages,
+        one way or the other: `terms` would give none for any sentence, and the glossary do nothing."""
+        pairs = translator.directions or [(a, b) for a in translator.source_languages for b in translator.languages]
+        if (self.source, self.target) not in pairs and (self.target, self.source) not in pairs:
+            model = ", ".join(f"{a} -> {b}" for a, b in translator.directions) or ", ".join(translator.languages)
+            raise GlossaryError(f"the glossary is for {self.source} and {self.target}, but this model translates "
+                                f"{model}")
 
     def terms(self, source: str | None, target: str) -> Terms | None:
         """The terms to apply to a sentence in `source` translated into `target`: the entries as given,

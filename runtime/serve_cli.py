@@ -51,13 +51,14 @@ def main(model, provider, variant, threads, host, port, char_limit, glossary, co
     import warnings
 
     from .errors import TranslationError
-    from .glossary import Glossary
+    from .glossary import Glossary, GlossaryError
     from .language_id import LanguageWarning
     from .server import Service, make_server
     from .translator import LongInputWarning, Translator
 
     warnings.simplefilter("ignore", LongInputWarning)      # a request's own business, not the server log's
     warnings.simplefilter("ignore", LanguageWarning)
+    glossary_file = glossary
     try:
         glossary = Glossary.read(glossary) if glossary else None     # before the model: a bad file fails at once
         translator = Translator(model, provider=provider, threads=threads, variant=variant,
@@ -65,6 +66,11 @@ def main(model, provider, variant, threads, host, port, char_limit, glossary, co
         translator.decode_options(options)
     except TranslationError as e:
         raise CommandError(str(e)) from None
+    if glossary:
+        try:
+            glossary.check_model(translator)
+        except GlossaryError as e:
+            raise CommandError(f"{glossary_file}: {e}") from None
     try:
         service = Service(translator, options, char_limit, cors, glossary, concurrency, queue, cache)
         server = make_server(service, host, port, quiet=quiet)

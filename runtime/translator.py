@@ -522,6 +522,8 @@ class Translator:
         directions, and the target's tag id; the glossary's type checked too."""
         to, from_lang = language_code(to), language_code(from_lang)
         check_glossary(glossary)
+        if glossary is not None:
+            glossary.check_model(self)
         tag = self.tag_id(to)
         to = to or self.default_language
         if from_lang != "auto":

@@ -129,3 +129,50 @@ def test_cli_bad_glossary_is_one_line_before_the_model_loads(model, tmp_path, ca
     assert code == 1 and out == ""
     assert err.strip() == (f"mt-translate: error: {path}, line 1: the first line must name the two languages, "
                            f"tab-separated (e.g. \"de<TAB>en\")")
+
+
+def test_a_term_is_found_whatever_case_the_text_matches_it_in():
+    """IGNORECASE matches letters whose lower cases differ: Greek mu for the micro sign, "S" for the long s."""
+    terms = Glossary.from_pairs("de", "en", [("µm", "micrometre"), ("ſtraße", "street"), ("Datei", "file")]
+                                ).terms("de", "en")
+    text = "Die Dicke beträgt 5 μm. Die Straße, die DATEI."
+    assert [(text[a:b], t) for a, b, t in terms.find(text)] == [("μm", "micrometre"), ("Straße", "street"),
+                                                                ("DATEI", "file")]
+    # Both spellings given: each finds its own entry.
+    both = Glossary.from_pairs("de", "en", [("µm", "micro sign"), ("μm", "Greek mu")]).terms("de", "en")
+    assert [t for _, _, t in both.find("µm μm")] == ["micro sign", "Greek mu"]
+
+
+def test_cli_glossary_term_in_another_case_form(model, tmp_path, capsys):
+    path = write(tmp_path, "de\ten\nµm\tmicrometre\n")
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de",
+                                   "--glossary", str(path), "Die Dicke beträgt 5 μm."], capsys)
+    assert code == 0 and "Traceback" not in err and "micrometre" in out
+
+
+def test_a_glossary_must_be_for_languages_the_model_translates_between():
+    from types import SimpleNamespace
+    de_en = SimpleNamespace(directions=[("de", "en")], source_languages=["de"], languages=["en"])
+    Glossary.from_pairs("de", "en", [("Haus", "house")]).check_model(de_en)
+    Glossary.from_pairs("en", "de", [("house", "Haus")]).check_model(de_en)     # applied the other way
+    with pytest.raises(GlossaryError, match="the glossary is for de and fr, but this model translates de -> en$"):
+        Glossary.from_pairs("de", "fr", [("Haus", "maison")]).check_model(de_en)
+    any_pair = SimpleNamespace(directions=[], source_languages=["de", "en", "fr"], languages=["de", "en", "fr"])
+    Glossary.from_pairs("de", "fr", [("Haus", "maison")]).check_model(any_pair)
+
+
+def test_the_api_refuses_a_glossary_for_another_pair(fixture_translator):
+    de_fr = Glossary.from_pairs("de", "fr", [("Haus", "maison")])
+    for call in (lambda: fixture_translator.translate("Das Haus.", glossary=de_fr),
+                 lambda: fixture_translator.translate_html("<p>Das Haus.</p>", glossary=de_fr)):
+        with pytest.raises(GlossaryError, match="the glossary is for de and fr"):
+            call()
+
+
+def test_cli_glossary_for_another_pair_is_an_error(model, tmp_path, capsys):
+    path = write(tmp_path, "de\tfr\nHaus\tmaison\n")
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--from", "de", "--glossary", str(path),
+                                   "Das Haus."], capsys)
+    assert code == 1 and out == ""
+    assert err == (f"mt-translate: error: {path}: the glossary is for de and fr, but this model translates "
+                   f"de -> en, en -> de\n")
