@@ -83,7 +83,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                                        ("--paragraphs", paragraphs)) if given]
     whole = check_usage(text, input_file, fmt, options, wholes, prefix, prefixes)   # a document translated whole
 
-    from .text_io import InputError, check_argument, check_output, decode_lines, read_lines
+    from .text_io import InputError, check_argument, check_output, decode_lines, read_lines, same_file
 
     # Checked before the model loads: the arguments as a file's lines are, that -o can be written, the glossary.
     try:
@@ -94,6 +94,10 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         starts = read_lines(prefixes) if prefixes else prefix     # each line's, or one for all
         if output and output != "-" and not list_languages:
             check_output(output)
+            for flag, path in (("-i", input_file), ("--prefixes", prefixes), ("--glossary", glossary)):
+                if path and path != "-" and same_file(path, output):     # its translation would replace it
+                    raise InputError(f"{output}: is the file given to {flag} ({path}); write the output to "
+                                     f"another file")
     except InputError as e:
         raise CommandError(str(e)) from None
     glossary_file = glossary
@@ -128,6 +132,11 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         translator.tag_id(to)
     except TranslationError as e:
         raise CommandError(str(e)) from None
+    if glossary:
+        try:
+            glossary.check_model(translator)
+        except GlossaryError as e:
+            raise CommandError(f"{glossary_file}: {e}") from None
     asked_for_auto = click.get_current_context().get_parameter_source("provider") != ParameterSource.DEFAULT
     if provider == "auto" and asked_for_auto and not quiet:
         print(f"{PROG}: provider auto: using {translator.provider} ({translator.provider_note})", file=sys.stderr)
@@ -247,6 +256,9 @@ def write_resumable(output: str, job: dict, write_all, total: int, quiet: bool) 
             if out.done and not quiet:
                 print(f"{PROG}: note: going on after the {out.done:,} lines an interrupted run wrote ({out.partial})",
                       file=sys.stderr)
+            if out.dropped and not quiet:
+                print(f"{PROG}: note: the lines an interrupted run wrote ({out.partial}) were made with another input "
+                      f"or other options; starting over", file=sys.stderr)
             write_all(out, out.done)
     except BaseException as e:
         if out is None or not out.partial or not out.lines:

@@ -23,10 +23,12 @@ from .text_io import InputError, atomic_output, check_output, is_gzip, text_writ
 
 class ResumableOutput:
     """Where the lines go: `write` and `flush` as a text file's. `done`: lines kept from an earlier run
-    of the same job (the caller skips that many input lines); `lines`: all written, those included."""
+    of the same job (the caller skips that many input lines); `lines`: all written, those included;
+    `dropped`: whether an earlier run of another job (another input, model or options) had left lines,
+    which this one starts over from nothing."""
 
-    def __init__(self, file, done: int, partial: Path | None):
-        self.file, self.done, self.lines, self.partial = file, done, done, partial
+    def __init__(self, file, done: int, partial: Path | None, dropped: bool = False):
+        self.file, self.done, self.lines, self.partial, self.dropped = file, done, done, partial, dropped
 
     def write(self, text: str) -> None:
         self.file.write(text)
@@ -53,6 +55,14 @@ def kept_lines(partial: Path, earlier: str, job: dict, gz: bool) -> list[str]:
         return []
     data = data[:data.rfind(b"\n") + 1]                 # a line cut off mid-write is done again
     return data.decode("utf-8", "replace").splitlines(keepends=True)
+
+
+def other_job(earlier: str, job: dict) -> bool:
+    """Whether `earlier`, the description a run left, is of another job than `job` (or unreadable)."""
+    try:
+        return bool(earlier) and json.loads(earlier) != job
+    except ValueError:
+        return True
 
 
 def read_partial(partial: Path, gz: bool) -> bytes:
@@ -103,7 +113,9 @@ def resumable_output(path: str | Path, job: dict):
         if not locked(description):
             raise InputError(f"{path}: another run is writing it (its lines go to {partial}); wait for it to end")
         description.seek(0)
-        kept = kept_lines(partial, description.read(), job, is_gzip(path))
+        earlier = description.read()
+        kept = kept_lines(partial, earlier, job, is_gzip(path))
+        dropped = not kept and other_job(earlier, job) and partial.is_file() and partial.stat().st_size > 0
         try:
             raw = open(partial, "wb")           # the kept lines are written again: a clean file to go on in
             description.seek(0)
@@ -112,7 +124,7 @@ def resumable_output(path: str | Path, job: dict):
             description.flush()
         except OSError as e:
             raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-        out = ResumableOutput(None, len(kept), partial)
+        out = ResumableOutput(None, len(kept), partial, dropped)
         try:
             with raw, text_writer(raw, path) as f:
                 f.writelines(kept)

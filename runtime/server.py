@@ -26,6 +26,7 @@ import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -202,9 +203,11 @@ class Service:
 
 
 def _count(value, name: str) -> int:
+    if isinstance(value, float) and value.is_integer():      # JSON's 2.0 is 2; 1.7, Infinity and NaN are not
+        value = int(value)
     try:
-        number = int(value)
-    except (TypeError, ValueError):
+        number = int(value) if isinstance(value, (int, str)) else -1     # a form's value is a str
+    except ValueError:
         number = -1
     if isinstance(value, bool) or number < 0 or number > 8:
         raise RequestError(400, f"Invalid request: {name} must be a whole number from 0 to 8")
@@ -249,6 +252,18 @@ class Handler(BaseHTTPRequestHandler):
             self.log_error("internal error on %s: %r", path, e)
             self._answer(500, {"error": f"internal error: {type(e).__name__}"})
 
+    def do_PUT(self):               # JSON, as every answer is, not http.server's HTML page for 501
+        self._answer(405, {"error": f"method not allowed: {self.command}; use GET or POST"},
+                     {"Allow": "GET, POST, OPTIONS"})
+
+    do_DELETE = do_PATCH = do_PUT
+
+    def send_error(self, code, message=None, explain=None):
+        """http.server's own refusals (a method it has no do_ for, a malformed request) in JSON too."""
+        self.log_error("code %d, message %s", code, message)
+        self.close_connection = True
+        self._answer(code, None if self.command == "HEAD" else {"error": message or HTTPStatus(code).phrase})
+
     def _params(self) -> dict:
         try:
             length = int(self.headers.get("Content-Length") or 0)
@@ -265,12 +280,24 @@ class Handler(BaseHTTPRequestHandler):
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         looks_json = text.lstrip().startswith(("{", "["))     # curl -d sends JSON as a form unless told
         if not looks_json and (kind == "application/x-www-form-urlencoded" or "=" in text):
-            form = parse_qs(text, keep_blank_values=True)
+            try:        # strict: bytes that are not UTF-8 would become U+FFFD, and be translated as ""
+                form = parse_qs(text, keep_blank_values=True, errors="strict")
+            except UnicodeDecodeError as e:
+                raise RequestError(400, f"Invalid request: a form field is not UTF-8 once percent-decoded (byte "
+                                        f"{e.object[e.start]:#x})") from None
             return {key: values if key == "q" and len(values) > 1 else values[-1] for key, values in form.items()}
         try:
             params = json.loads(text) if text.strip() else {}
+            json.dumps(params, ensure_ascii=False).encode("utf-8")     # "\ud800" alone reads as no character
         except json.JSONDecodeError as e:
             raise RequestError(400, f"Invalid request: the body is not JSON ({e.msg} at offset {e.pos})") from None
+        except RecursionError:          # [[[[... past Python's recursion limit
+            raise RequestError(400, "Invalid request: the body is not JSON (nested too deeply)") from None
+        except UnicodeEncodeError as e:
+            raise RequestError(400, f"Invalid request: the body has \\u{ord(e.object[e.start]):04x}, half of a "
+                                    f"surrogate pair, which is no character") from None
+        except ValueError as e:         # a number of more digits than Python converts
+            raise RequestError(400, f"Invalid request: the body is not JSON ({str(e).split(':')[0]})") from None
         if not isinstance(params, dict):
             raise RequestError(400, "Invalid request: the body must be a JSON object")
         return params

@@ -19,6 +19,9 @@ BLEU 23.3 -> 40.5 with the shipped model).
 from __future__ import annotations
 
 import re
+import warnings
+
+from .errors import TranslationError
 
 TIMING = re.compile(r"^\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}\s*-->\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}")
 STAMP = re.compile(r"(?:(\d+):)?(\d{1,2}):(\d{2})[,.](\d{3})")
@@ -33,12 +36,19 @@ def looks_like_subtitles(text: str) -> bool:
     return text.lstrip("\ufeff").startswith("WEBVTT") or any(TIMING.match(line) for line in text.splitlines()[:5])
 
 
+class SubtitleWarning(UserWarning):
+    """A line of a subtitle file that looks like a timing line but is not one: its cue is not translated."""
+
+
 def translate_subtitles(translator, document: str, to=None, options=None, *, from_lang: str = "auto",
                         glossary=None, **overrides) -> str:
-    """`document` (SRT or WebVTT) with each cue's text translated and all else kept."""
+    """`document` (SRT or WebVTT) with each cue's text translated and all else kept. A TranslationError
+    for text with no timing line at all (not subtitles: it would come back unchanged); a SubtitleWarning
+    for each line with "-->" that is not a timing line (its cue comes back unchanged)."""
     lines = document.splitlines(keepends=True)
     cues = [_Cue(lines, timing, numbers) for timing, numbers in _cues(lines)]
     vtt = document.lstrip("\ufeff").startswith("WEBVTT")
+    check_timings(lines, cues, vtt)
     settings = dict(from_lang=from_lang, glossary=glossary, **overrides)
     groups = _sentences(cues)
     texts = [part for group in groups for part in _parts(group)]
@@ -161,6 +171,21 @@ def _translated(translator, texts: list[str], vtt: bool, to, options, settings: 
 
 def _body(line: str) -> str:
     return line.rstrip("\r\n")
+
+
+def check_timings(lines: list[str], cues: list[_Cue], vtt: bool) -> None:
+    """Warn of each line outside the cues' text with "-->" that is no timing line (its cue would be left
+    untranslated without a word); fail for a document with something in it but no timing line at all
+    (not subtitles). A WebVTT file may have no cue: its header alone is a valid one."""
+    text = {i for cue in cues for i in cue.numbers}
+    malformed = [i for i, line in enumerate(lines) if "-->" in line and i not in text and not TIMING.match(line)]
+    if not vtt and "".join(lines).strip() and not any(TIMING.match(line) for line in lines):
+        why = (f"line {malformed[0] + 1} is not a valid timing line: {_body(lines[malformed[0]]).strip()}"
+               if malformed else 'no line is a timing line such as "00:00:01,000 --> 00:00:03,500"')
+        raise TranslationError(f"no subtitle cues found ({why})")
+    for i in malformed:         # stacklevel: to the caller of Translator.translate_subtitles
+        warnings.warn(f"line {i + 1} is not a valid timing line, so its cue is left untranslated: "
+                      f"{_body(lines[i]).strip()}", SubtitleWarning, stacklevel=5)
 
 
 def _cues(lines: list[str]) -> list[tuple[int, list[int]]]:

@@ -93,6 +93,14 @@ def check_output(path: str | Path) -> None:
         raise InputError(f"{path}: cannot write ({parent}: permission denied)")
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether `a` and `b` are one existing file, by whatever paths (./X, a symlink, a hard link)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:                     # one of them does not exist (yet)
+        return False
+
+
 def blocking_file(path: str | Path) -> Path | None:
     """The file that stops `path` being made with its missing parents: its nearest existing ancestor,
     when that is not a directory."""

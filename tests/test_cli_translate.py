@@ -410,7 +410,9 @@ def test_another_job_on_the_same_output_starts_afresh(tmp_path):
     assert code == 143 and (tmp_path / ".out.en.partial.json").is_file()
     other = run("--from", "de", "--beam-size", "1", "--format", "jsonl", "-i", str(tmp_path / "in.de"),
                 "-o", str(tmp_path / "out.en"))
-    assert other.returncode == 0 and other.stderr == b""
+    assert other.returncode == 0 and other.stderr.decode() == (
+        f"mt-translate: note: the lines an interrupted run wrote ({tmp_path / '.out.en.partial'}) were made with "
+        f"another input or other options; starting over\n")
     out = (tmp_path / "out.en").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["text"] for line in out] == ENGLISH * 20
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.de", "out.en"]
@@ -459,3 +461,33 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert proc.returncode == 0
     assert b"translating" in shown
     assert (tmp_path / "a.txt").read_bytes() == (tmp_path / "b.txt").read_bytes()
+
+
+def test_a_partial_output_of_other_options_is_said_to_start_over(capsys, monkeypatch, tmp_path):
+    """Quick, in-process: the lines another job left (here: a description no run of mt-translate makes)."""
+    from mtkit.runtime.resumable import partial_paths, resumable_output
+    src, out = tmp_path / "in.de", tmp_path / "out.en"
+    src.write_text(f"{GERMAN[0]}\n{GERMAN[1]}\n", encoding="utf-8")
+    with pytest.raises(KeyboardInterrupt):
+        with resumable_output(out, {"options": "other"}) as partial:
+            partial.write("an earlier line\n")
+            raise KeyboardInterrupt
+    code, stdout, err = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "-i", str(src), "-o", str(out))
+    assert code == 0 and stdout == ""
+    assert err == (f"mt-translate: note: the lines an interrupted run wrote ({partial_paths(out)[0]}) were made with "
+                   f"another input or other options; starting over\n")
+    assert out.read_text(encoding="utf-8") == f"{ENGLISH[0]}\n{ENGLISH[1]}\n"
+    code, _, err = cli(capsys, monkeypatch, "-q", "--beam-size", "1", "--from", "de", "-i", str(src), "-o", str(out))
+    assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize("same", ["in.de", "./in.de", "link.de"])
+def test_output_onto_the_input_is_refused_before_the_model_loads(capsys, monkeypatch, tmp_path, same):
+    src = tmp_path / "in.de"
+    src.write_text(f"{GERMAN[0]}\n", encoding="utf-8")
+    (tmp_path / "link.de").symlink_to(src)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, monkeypatch, "-m", str(tmp_path / "no-model"), "-i", "in.de", "-o", same)
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert err == f"mt-translate: error: {same}: is the file given to -i (in.de); write the output to another file\n"
+    assert src.read_text(encoding="utf-8") == f"{GERMAN[0]}\n"

@@ -263,3 +263,61 @@ def test_a_server_wide_glossary(fixture_bundle, tmp_path):
     done = subprocess.run([str(Path(sys.executable).parent / "mt-serve"), "--glossary", str(bad), "--port", "0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith(f"mt-serve: error: {bad}, line 1:")
+
+
+def raw_call(url: str, path: str, body: bytes, content_type: str = "application/json", method: str = "POST"):
+    """(status, headers, answer text): for answers that might not be JSON."""
+    request = urllib.request.Request(url + path, data=body, headers={"Content-Type": content_type}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
+
+
+@pytest.mark.parametrize("body, message", [
+    (b'{"q": "Hallo", "target": "en", "alternatives": Infinity}', "alternatives must be a whole number from 0 to 8"),
+    (b'{"q": "Hallo", "target": "en", "alternatives": -Infinity}', "alternatives must be a whole number from 0 to 8"),
+    (b'{"q": "Hallo", "target": "en", "alternatives": 1e400}', "alternatives must be a whole number from 0 to 8"),
+    (b'{"q": "Hallo", "target": "en", "alternatives": NaN}', "alternatives must be a whole number from 0 to 8"),
+    (b'{"q": "Hallo", "target": "en", "alternatives": 1.7}', "alternatives must be a whole number from 0 to 8"),
+    (b'{"q": "Hallo", "target": "en", "alternatives": ' + b"9" * 5000 + b"}", "the body is not JSON (Exceeds the limit"),
+    (b"[" * 50_000, "the body is not JSON (nested too deeply)"),
+    (b'{"q": "<b>\\ud800</b>", "target": "en", "format": "html"}', "the body has \\ud800, half of a surrogate pair"),
+], ids=["Infinity", "-Infinity", "1e400", "NaN", "1.7", "5000 digits", "nested", "lone surrogate"])
+def test_numbers_and_nesting_past_what_python_reads_are_bad_requests(url, body, message):
+    status, _, text = raw_call(url, "/translate", body)
+    assert status == 400 and message in json.loads(text)["error"] and "Traceback" not in text
+
+
+def test_a_whole_number_written_as_a_float_is_taken(url):
+    status, answer = call(url, "/translate", {"q": GERMAN[6], "source": "de", "target": "en", "alternatives": 2.0})
+    assert status == 200 and len(answer["alternatives"]) == 2
+
+
+def test_a_form_field_that_is_not_utf8_is_a_bad_request(url):
+    status, _, text = raw_call(url, "/translate", b"q=%FF&source=de&target=en", "application/x-www-form-urlencoded")
+    assert status == 400 and "a form field is not UTF-8 once percent-decoded (byte 0xff)" in json.loads(text)["error"]
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+def test_other_methods_get_json_405_with_allow(url, method):
+    status, headers, text = raw_call(url, "/translate", b'{"q": "Hallo", "target": "en"}', method=method)
+    assert status == 405 and headers["Allow"] == "GET, POST, OPTIONS"
+    assert headers["Content-Type"].startswith("application/json")
+    assert json.loads(text) == {"error": f"method not allowed: {method}; use GET or POST"}
+
+
+def test_a_method_http_server_does_not_know_gets_json_too(url):
+    status, headers, text = raw_call(url, "/translate", b"", method="FOO")
+    assert status == 501 and json.loads(text) == {"error": "Unsupported method ('FOO')"}
+
+
+def test_mt_serve_refuses_a_glossary_for_another_pair(fixture_bundle, tmp_path):
+    glossary = tmp_path / "g.tsv"
+    glossary.write_text("de\tfr\nHaus\tmaison\n", encoding="utf-8")
+    done = subprocess.run([str(Path(sys.executable).parent / "mt-serve"), "-m", str(fixture_bundle), "--threads", "1",
+                           "--glossary", str(glossary), "--port", "0"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 1 and done.stderr == (f"mt-serve: error: {glossary}: the glossary is for de and fr, but "
+                                                    f"this model translates de -> en, en -> de\n")

@@ -158,3 +158,43 @@ def test_the_benchmark_cuts_each_sentence_over_two_cues(fixture_translator):
     assert " ".join(cue_texts(document)[:2]) == GERMAN[0]
     scores = [score(fixture_translator, [GERMAN[0], GERMAN[1]], ENGLISH[:2], n) for n in (1, 4)]
     assert all(0 <= s["bleu"] <= 100 and 0 <= s["chrf"] <= 100 for s in scores)
+
+
+def test_text_without_a_timing_line_is_not_subtitles(fixture_translator):
+    from mtkit.runtime.errors import TranslationError
+    with pytest.raises(TranslationError, match="^no subtitle cues found"):
+        fixture_translator.translate_subtitles(f"{GERMAN[0]}\n{GERMAN[1]}\n", **GREEDY)
+
+
+def test_a_malformed_timing_line_is_warned_of_and_its_cue_kept(fixture_translator):
+    from mtkit.runtime.subtitles import SubtitleWarning
+    document = srt([GERMAN[1]], [GERMAN[2]]).replace("00:00:02,000 --> 00:00:02,900", "00:00:02,000 --> garbage")
+    with pytest.warns(SubtitleWarning, match="^line 6 is not a valid timing line, so its cue is left untranslated: "
+                                             "00:00:02,000 --> garbage$"):
+        out = fixture_translator.translate_subtitles(document, **GREEDY)
+    assert out == document.replace(GERMAN[1], ENGLISH[1])
+
+
+def test_cli_subtitles_of_plain_text_is_an_error(model, tmp_path, capsys):
+    source = tmp_path / "notes.txt"
+    source.write_text(f"{GERMAN[0]}\n{GERMAN[1]}\n", encoding="utf-8")
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--subtitles", "-i", str(source),
+                                   "-o", str(tmp_path / "out.srt")], capsys)
+    assert code == 1 and out == "" and not (tmp_path / "out.srt").exists()
+    assert err == ('mt-translate: error: no subtitle cues found (no line is a timing line such as '
+                   '"00:00:01,000 --> 00:00:03,500")\n')
+    source.write_text("1\n00:00:03,000 --> garbage\nHallo\n", encoding="utf-8")
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--subtitles", "-i", str(source)], capsys)
+    assert code == 1 and err == ("mt-translate: error: no subtitle cues found (line 2 is not a valid timing line: "
+                                 "00:00:03,000 --> garbage)\n")
+
+
+def test_cli_warns_of_a_malformed_timing_line(model, tmp_path, capsys):
+    source = tmp_path / "film.srt"
+    source.write_text(srt([GERMAN[1]], [GERMAN[2]]).replace("00:00:02,000 --> 00:00:02,900", "00:00:02,000 --> x"),
+                      encoding="utf-8")
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", "--subtitles",
+                                   "-i", str(source)], capsys)
+    assert code == 0 and ENGLISH[1] in out and GERMAN[2] in out
+    assert err == ("mt-translate: warning: document: line 6 is not a valid timing line, so its cue is left "
+                   "untranslated: 00:00:02,000 --> x\n")
