@@ -73,7 +73,7 @@ def _names(value: str) -> list[str]:
 @click.option("--rebuild", is_flag=True,
               help="Export and convert again even if the work dir has fresh ones (not what --bundle or "
                    "--ct2-dir gives).")
-@click.option("--timeout", type=click.FloatRange(1), default=3600, show_default=True,
+@click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True,
               help="Seconds allowed per engine process.")
 @click.option("--machine-name", default=None,
               help="The machine's name in the results, and of the default results subdirectory "

@@ -155,6 +155,14 @@ def test_a_launcher_that_is_no_command_is_a_clear_error(fixture_checkpoint, tmp_
     assert result.exit_code == 2 and "Invalid value for --launcher" in result.output and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "0.5"])
+def test_the_timeout_is_a_whole_number_of_seconds(fixture_checkpoint, tmp_path, value):
+    """NaN passed click's FloatRange (no comparison holds for it), and the run started without a limit."""
+    result = run_cli(str(fixture_checkpoint), "--timeout", value, "-o", str(tmp_path / "out"))
+    assert result.exit_code == 2 and "Invalid value for '--timeout'" in result.output
+    assert not (tmp_path / "out").exists()
+
+
 def test_bad_checkpoint_is_a_clear_error(tmp_path):
     bad = tmp_path / "model.pt"
     bad.write_text("not a checkpoint")
