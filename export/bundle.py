@@ -21,7 +21,7 @@ import torch
 
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.checksums import file_sha256
-from mtkit.runtime.text_io import blocking_file
+from mtkit.runtime.text_io import cannot_write
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mtkit.train.checkpoint import Checkpoint
 
@@ -105,8 +105,8 @@ def check_target(target: Path, archive: bool, force: bool) -> None:
     """ExportError unless a bundle may be written at `target`: nothing there, an empty directory, or
     with `force` an earlier bundle (a .tar.gz of one with `archive`). Anything else is the user's
     and is never replaced, --force or not."""
-    if (blocker := blocking_file(target)) is not None:
-        raise ExportError(f"{blocker}: not a directory")
+    if why := cannot_write(target):      # before the checkpoint loads, not when the staging directory is made
+        raise ExportError(why)
     if not (target.exists() or target.is_symlink()):
         return
     if not archive and is_empty_dir(target):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -107,6 +108,20 @@ def blocking_file(path: str | Path) -> Path | None:
     for parent in Path(path).parents:
         if parent.exists():
             return None if parent.is_dir() else parent
+    return None
+
+
+def cannot_write(path: Path) -> str | None:
+    """Why `path` (a file or a directory, made with its missing parents) could not be written, or None.
+    Checked before the work, by making and removing a directory where `path` would start: permission
+    bits do not tell for root, nor for /proc or /sys."""
+    if (blocker := blocking_file(path)) is not None:
+        return f"{blocker}: not a directory"
+    folder = next(p for p in Path(path).absolute().parents if p.exists())
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".mt-write-check-", dir=folder))
+    except OSError as e:
+        return f"{path}: cannot write in {folder} ({e.strerror or e})"
     return None
 
 

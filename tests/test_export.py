@@ -521,3 +521,21 @@ def test_int8_weight_range_gives_exact_integer_products():
     activations[:16] = np.where(activations[:16] > 127, 255, 1)       # the extremes: largest pair sums
     expected = (activations.astype(np.int64) - 128) @ weight.astype(np.int64)
     assert np.array_equal(session.run(None, {"a": activations})[0], expected)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc and /sys")
+@pytest.mark.parametrize("out, folder, ship", [("/proc/no-such-dir/ex1", "/proc", False), ("/sys/ex1", "/sys", False),
+                                               ("/sys/ex1", "/sys", True)])
+def test_cli_refuses_an_output_it_cannot_write_before_loading(fixture_checkpoint, monkeypatch, out, folder, ship):
+    """Checked as the target is: before the checkpoint loads (seconds for a real model), not when the
+    staging directory is made."""
+    def never(*args, **kwargs):
+        raise AssertionError("the checkpoint was loaded")
+
+    monkeypatch.setattr(export_api, "load_model", never)
+    monkeypatch.setattr("mtkit.export.ship.half_precision_checkpoint", never)
+    result = invoke(fixture_checkpoint, "-o", out, *(["--ship"] if ship else []))
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    line = result.output.strip()          # the progress display leaves an empty line
+    assert line.startswith(f"mt-export: error: {out}: cannot write in {folder} (") and "\n" not in line
+    assert not Path(out).exists()

@@ -172,12 +172,12 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "bad.toml")],
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 1 and "invalid TOML" in result.stderr and "Traceback" not in result.stderr
-    (tmp_path / "unknown.toml").write_text('languages = ["de"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n'
+    (tmp_path / "unknown.toml").write_text('languages = ["de", "en"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n'
                                            '[model]\nlayers = 3\n')
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "unknown.toml")],
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 1 and "unknown key(s) in [model]: layers" in result.stderr
-    (tmp_path / "precision.toml").write_text('languages = ["de"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n'
+    (tmp_path / "precision.toml").write_text('languages = ["de", "en"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n'
                                              '[optim]\nprecision = "fp8"\n')
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "precision.toml")],
                             capture_output=True, text=True, cwd=REPO)
@@ -186,7 +186,7 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
                              "--init-from", "x.pt"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2 and "--resume and --init-from exclude each other" in result.stderr
     (tmp_path / "afile").write_text("")
-    (tmp_path / "good.toml").write_text('languages = ["de"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n')
+    (tmp_path / "good.toml").write_text('languages = ["de", "en"]\n[[data.train]]\nprefix="x"\nsrc="de"\ntgt="en"\n')
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "good.toml"),
                              "--output-dir", str(tmp_path / "afile" / "run")], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 1 and f"{tmp_path / 'afile'}: not a directory" in result.stderr

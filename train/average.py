@@ -15,7 +15,6 @@ from pathlib import Path
 import click
 
 from mtkit.runtime.cli_support import CommandError, command
-from mtkit.runtime.text_io import blocking_file
 
 
 def parse_weighted(spec: str) -> tuple[Path, float]:
@@ -59,15 +58,19 @@ def average_checkpoints(inputs: list[tuple[Path, float]], out: Path) -> None:
 def main(out, checkpoints, force):
     """Write OUT, the weighted mean of CHECKPOINTS (same shape and tokenizer; weights default to 1 and
     are normalised), e.g. `shipped.pt:0.5 finetuned.pt:0.5`."""
+    from mtkit.runtime.text_io import cannot_write
+
     from .checkpoint import CheckpointError
 
     if Path(out).exists() and not force:
         raise CommandError(f"{out} exists (use --force to replace it)")
-    if (blocker := blocking_file(out)) is not None:
-        raise CommandError(f"{blocker}: not a directory")
+    if why := cannot_write(Path(out)):          # before reading the checkpoints
+        raise CommandError(why)
     inputs = [parse_weighted(spec) for spec in checkpoints]
     if len(inputs) < 2:
         raise CommandError("give at least two checkpoints to average")
+    if not math.isfinite(sum(w for _, w in inputs)):   # each is finite, but 1e308 + 1e308 is not
+        raise CommandError("the weights must add up to a finite number; scale them down")
     try:
         average_checkpoints(inputs, Path(out))
     except CheckpointError as e:

@@ -196,6 +196,8 @@ def average_state_dicts(paths: list[Path], weights: list[float] | None = None) -
     """The element-wise (weighted) mean of the models in `paths`: checkpoint averaging, or with
     weights, interpolating two models in weight space."""
     weights = [1.0] * len(paths) if weights is None else weights
+    norm = sum(weights)
+    weights = [w / norm for w in weights]   # before multiplying: a huge weight times a parameter overflows
     total = None
     for p, w in zip(paths, weights, strict=True):
         state = load_checkpoint(p).model
@@ -204,6 +206,6 @@ def average_state_dicts(paths: list[Path], weights: list[float] | None = None) -
         else:
             for k, v in state.items():
                 total[k] += v.double() * w
-    mean = {k: (v / sum(weights)).to(torch.float32) for k, v in total.items()}
+    mean = {k: v.to(torch.float32) for k, v in total.items()}
     first = {}  # weights tied in the inputs (embeddings, output layer) stay one tensor
     return {k: mean[first.setdefault(v.data_ptr(), k)] for k, v in state.items()}

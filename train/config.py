@@ -8,6 +8,7 @@ default is the runtime's (`mtkit.runtime.data_dir`: shared/data beside the sourc
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Sequence, get_args, get_origin, get_type_hints
@@ -19,6 +20,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from mtkit.runtime.data_dir import ENV as DATA_DIR_ENV
 from mtkit.runtime.data_dir import default_data_dir
+from mtkit.runtime.decode_options import MAX_ROWS
 
 from .data import CleaningReport, DataError, Pair, clean, read_parallel, read_tsv, split_holdout, subsample
 from .model import ModelConfig
@@ -77,6 +79,13 @@ class TokenizerConfig:
     input_sentence_size: int = 2_000_000
     byte_fallback: bool = True       # unseen characters (emoji, rare scripts) survive as bytes
 
+    def __post_init__(self):
+        # SentencePiece's own rules, checked here so a run fails before its data is read, not after.
+        if self.model_type.lower() not in ("unigram", "bpe", "char", "word"):
+            raise ValueError(f"model_type must be \"unigram\", \"bpe\", \"char\" or \"word\", not {self.model_type!r}")
+        if not 0.98 <= self.character_coverage <= 1:
+            raise ValueError(f"character_coverage must be from 0.98 to 1, not {self.character_coverage}")
+
 
 @dataclass
 class OptimConfig:
@@ -104,6 +113,12 @@ class OptimConfig:
     def __post_init__(self):
         if self.precision not in ("auto", "bf16", "fp32"):
             raise ValueError("precision must be \"auto\", \"bf16\" or \"fp32\"")
+        if not all(0 <= beta < 1 for beta in self.betas):       # Adam's rule
+            raise ValueError(f"betas must each be from 0 to below 1, not {list(self.betas)}")
+        if not 0 <= self.label_smoothing < 1:
+            raise ValueError(f"label_smoothing must be from 0 to below 1, not {self.label_smoothing}")
+        if self.eval_beam > MAX_ROWS:                            # the decoder's own limit, met at the first dev BLEU
+            raise ValueError(f"eval_beam must be at most {MAX_ROWS}, not {self.eval_beam}")
 
 
 # Every number in a config must be >= 0 (where 0 means "off" or "all", the field's comment says so);
@@ -137,6 +152,13 @@ class RunConfig:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise DataError(f"{path}: no such config file") from None
+        except UnicodeDecodeError as e:       # worded as text_io words it for any other text file
+            line = e.object.count(b"\n", 0, e.start) + 1
+            column = e.start - e.object.rfind(b"\n", 0, e.start)
+            raise DataError(f"{path}, line {line}: invalid UTF-8 (byte 0x{e.object[e.start]:02x} at column {column}); "
+                            "save the config as UTF-8") from None
+        except OSError as e:
+            raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
         except tomllib.TOMLDecodeError as e:
             raise DataError(f"{path}: invalid TOML ({e})") from None
         for override in overrides:
@@ -156,8 +178,14 @@ class RunConfig:
             if origin in (list, tuple) and isinstance(value, (list, tuple)) and (origin is list or len(value) == len(args)):
                 items = [typed(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
                 return items if origin is list else tuple(items)
-            if hint is float and type(value) is int:
-                return float(value)
+            if hint is float and type(value) in (int, float):
+                try:
+                    number = float(value)
+                except OverflowError:                         # an integer beyond any float
+                    number = math.inf
+                if not math.isfinite(number):                 # TOML has nan and inf; no setting takes them
+                    raise DataError(f"{src}: {key} must be a finite number, not {value}")
+                return number
             if type(value) is hint:  # exactly: to Python a bool is an int, to a config it is not
                 return value
             raise DataError(f"{src}: {key} must be {describe(hint)}, not {type(value).__name__} ({value!r})")
@@ -193,6 +221,13 @@ class RunConfig:
         run = build(cls, raw, "")
         if not run.data.train:
             raise DataError(f"{src}: [data] names no train corpus")
+        check_languages(run, src)
+        # Pieces every tokenizer of this run holds before it learns any; SentencePiece fails on fewer.
+        tok = run.tokenizer
+        reserved = 4 + len(run.languages) + (256 if tok.byte_fallback else 0)
+        if tok.vocab_size <= reserved:
+            held = "special pieces, language tags" + (" and 256 byte pieces for byte_fallback" if tok.byte_fallback else "")
+            raise DataError(f"{src}: tokenizer.vocab_size must be more than {reserved} ({held}), not {tok.vocab_size}")
         return run
 
     def to_dict(self) -> dict:
@@ -234,6 +269,20 @@ class RunConfig:
         if not self.data.dev:
             pairs, _ = split_holdout(pairs, self.data.holdout)
         return pairs
+
+
+def check_languages(run: RunConfig, src) -> None:
+    """DataError unless `languages` names each language once and every language of every corpus: each
+    gets a tag in the tokenizer, which the training data is encoded with."""
+    for lang in run.languages:
+        if run.languages.count(lang) > 1:
+            raise DataError(f"{src}: languages names {lang} more than once")
+    for split in ("train", "dev", "test"):
+        for i, corpus in enumerate(getattr(run.data, split)):
+            for lang in (corpus.src, corpus.tgt):
+                if lang not in run.languages:
+                    raise DataError(f"{src}: data.{split}[{i}] is {corpus.src}-{corpus.tgt}, but {lang} is not in "
+                                    f"languages ({', '.join(run.languages)})")
 
 
 def apply_override(raw: dict, override: str) -> None:

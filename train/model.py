@@ -43,6 +43,11 @@ class ModelConfig:
         # ValueError, not assert: these values come from a user's config file or a checkpoint.
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.positions == "sinusoidal" and (self.d_model % 2 or self.d_model < 4):  # sinusoidal_table's halves
+            raise ValueError(f"d_model must be even and at least 4 for sinusoidal positions, not {self.d_model}")
+        for name in ("dropout", "attention_dropout", "activation_dropout"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name} must be from 0 to below 1, not {getattr(self, name)}")
         if self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation must be \"relu\" or \"gelu\", not {self.activation!r}")
         if self.positions not in ("sinusoidal", "learned"):

@@ -20,20 +20,27 @@ def train_tokenizer(sentences: list[str], languages: list[str], cfg: TokenizerCo
     model_path.parent.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     sample = sentences if len(sentences) <= cfg.input_sentence_size else rng.sample(sentences, cfg.input_sentence_size)
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sample),
-        model_prefix=str(model_path.with_suffix("")),
-        vocab_size=cfg.vocab_size,
-        model_type=cfg.model_type,
-        character_coverage=cfg.character_coverage,
-        byte_fallback=cfg.byte_fallback,
-        pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-        pad_piece=PAD_PIECE, unk_piece=UNK_PIECE, bos_piece=BOS_PIECE, eos_piece=EOS_PIECE,
-        user_defined_symbols=[language_tag(lang) for lang in languages],
-        input_sentence_size=0,          # we sampled above, deterministically
-        num_threads=2,
-        minloglevel=2,
-    )
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sample),
+            model_prefix=str(model_path.with_suffix("")),
+            vocab_size=cfg.vocab_size,
+            model_type=cfg.model_type,
+            character_coverage=cfg.character_coverage,
+            byte_fallback=cfg.byte_fallback,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            pad_piece=PAD_PIECE, unk_piece=UNK_PIECE, bos_piece=BOS_PIECE, eos_piece=EOS_PIECE,
+            user_defined_symbols=[language_tag(lang) for lang in languages],
+            input_sentence_size=0,          # we sampled above, deterministically
+            num_threads=2,
+            minloglevel=2,
+        )
+    except (RuntimeError, ValueError) as e:
+        # What the config cannot know: vocab_size against this data. SentencePiece's message starts with
+        # its source location and the failed check; the sentence after them says what to change.
+        message = (str(e).strip() or type(e).__name__).splitlines()[0]
+        raise DataError(f"SentencePiece could not train the tokenizer (tokenizer.vocab_size {cfg.vocab_size}, "
+                        f"model_type {cfg.model_type!r}): {message.rpartition('] ')[2]}") from None
     return load_tokenizer(model_path)
 
 

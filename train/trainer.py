@@ -17,11 +17,11 @@ import torch
 import torch.distributed as dist
 from rich.console import Console
 
-from mtkit.runtime.text_io import blocking_file
+from mtkit.runtime.text_io import blocking_file, cannot_write
 
 from .checkpoint import Checkpoint, Direction, ResumeState
 from .config import RunConfig
-from .data import CleaningReport
+from .data import CleaningReport, DataError
 from .evaluation import dev_bleu, dev_loss, encode_pairs
 from .finalise import end_epoch, end_run
 from .loop import progress_bar, run_epoch, token_loss
@@ -99,6 +99,8 @@ class Trainer:
         last = self.checkpoint_dir / "last.pt"
         if (blocker := blocking_file(self.out)) is not None:
             raise FileExistsError(f"{blocker}: not a directory, so output_dir {self.out} cannot be made")
+        if why := cannot_write(self.out):       # a config error like any other: found before the data is read
+            raise DataError(f"{why}; set another output_dir")
         resumed = load_resume(last, run.to_dict(), self.device) if resume else None
         if not resume and last.exists():
             raise FileExistsError(f"{last} exists: pass --resume to continue that run, or choose another output_dir")
