@@ -167,6 +167,19 @@ def test_corrupt_and_foreign_checkpoints(tmp_path, fixture_checkpoint):
         load_checkpoint(future)
 
 
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_checkpoint_with_nan_weights_is_refused(tmp_path, fixture_checkpoint, value):
+    """A diverged run's weights: mt-export's parity passed them (NaN against NaN) and wrote a bundle that
+    translates into nothing."""
+    raw = torch.load(fixture_checkpoint, map_location="cpu", weights_only=True)
+    name = next(k for k, v in raw["model"].items() if v.is_floating_point() and v.ndim == 2)
+    raw["model"][name] = torch.full_like(raw["model"][name], value)
+    torch.save(raw, tmp_path / "diverged.pt")
+    with pytest.raises(CheckpointError, match=f"1 weight tensor.s. hold NaN or infinity .{name}.: the run diverged"):
+        load_checkpoint(tmp_path / "diverged.pt")
+
+
 def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
     (tmp_path / "bad.toml").write_text("languages = [\n")
     result = subprocess.run([sys.executable, "-m", "mtkit.train.cli", str(tmp_path / "bad.toml")],

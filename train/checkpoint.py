@@ -158,7 +158,14 @@ def load_checkpoint(path: Path, map_location="cpu") -> Checkpoint:
         raise CheckpointError(f"{path}: not an mtkit checkpoint")
     if raw.get("version") != VERSION:
         raise CheckpointError(f"{path}: checkpoint version {raw.get('version')!r} is not supported (expected {VERSION})")
-    return Checkpoint.from_dict(raw, path)
+    ckpt = Checkpoint.from_dict(raw, path)
+    # A diverged run or a damaged file: NaN weights translate into nothing, and NaN passes parity's checks
+    broken = [k for k, v in ckpt.model.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if broken:
+        raise CheckpointError(f"{path}: {len(broken)} weight tensor(s) hold NaN or infinity ({broken[0]}"
+                              f"{', ...' if len(broken) > 1 else ''}): the run diverged or the file is damaged; "
+                              f"use an earlier checkpoint")
+    return ckpt
 
 
 def checkpoint_hint(directory: Path) -> str:
