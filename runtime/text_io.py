@@ -90,8 +90,8 @@ def check_output(path: str | Path) -> None:
     parent = Path(os.path.realpath(path)).parent           # a symlink's target is what gets replaced
     if not parent.is_dir():
         raise InputError(f"{path}: cannot write ({parent}: no such directory)")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{path}: cannot write ({parent}: permission denied)")
+    if why := write_refused(parent):
+        raise InputError(f"{path}: cannot write ({parent}: {why})")
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -112,16 +112,22 @@ def blocking_file(path: str | Path) -> Path | None:
 
 
 def cannot_write(path: Path) -> str | None:
-    """Why `path` (a file or a directory, made with its missing parents) could not be written, or None.
-    Checked before the work, by making and removing a directory where `path` would start: permission
-    bits do not tell for root, nor for /proc or /sys."""
+    """Why `path` (a file or a directory, made with its missing parents) could not be written, or None."""
     if (blocker := blocking_file(path)) is not None:
         return f"{blocker}: not a directory"
     folder = next(p for p in Path(path).absolute().parents if p.exists())
+    if why := write_refused(folder):
+        return f"{path}: cannot write in {folder} ({why})"
+    return None
+
+
+def write_refused(folder: Path) -> str | None:
+    """Why nothing new can be made in `folder` (lower case, "permission denied"), or None. Found by
+    making and removing a directory there: permission bits do not tell for root, nor for /proc or /sys."""
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".mt-write-check-", dir=folder))
     except OSError as e:
-        return f"{path}: cannot write in {folder} ({e.strerror or e})"
+        return (e.strerror or str(e)).lower()
     return None
 
 

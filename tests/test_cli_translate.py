@@ -235,6 +235,9 @@ def test_output_that_cannot_be_written_fails_before_any_work(capsys, monkeypatch
     code, _, err = cli(capsys, monkeypatch, "-o", str(tmp_path / "no-dir" / "out.txt"), GERMAN[0])
     assert code == 1 and f"out.txt: cannot write ({tmp_path / 'no-dir'}: no such directory)" in err
     assert [p.name for p in tmp_path.iterdir()] == ["dir"]
+    if Path("/sys/kernel").is_dir():        # read-only even for root, whom permission bits let through
+        code, _, err = cli(capsys, monkeypatch, "-o", "/sys/out.txt", GERMAN[0])
+        assert code == 1 and err.startswith("mt-translate: error: /sys/out.txt: cannot write (/sys: ")
 
 
 def test_output_symlink_is_followed(capsys, monkeypatch, tmp_path):
