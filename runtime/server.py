@@ -265,10 +265,15 @@ class Handler(BaseHTTPRequestHandler):
         self._answer(code, None if self.command == "HEAD" else {"error": message or HTTPStatus(code).phrase})
 
     def _params(self) -> dict:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():     # else read as no body at all
+            raise RequestError(411, "Invalid request: send the body with a Content-Length (chunked transfer "
+                                    "is not supported)")
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
-            raise RequestError(400, "Invalid request: bad Content-Length") from None
+            length = -1
+        if length < 0:
+            raise RequestError(400, "Invalid request: bad Content-Length")
         if length > 8 * self.service.char_limit + 65536:        # UTF-8 and JSON escapes, with room to spare
             raise RequestError(413, f"Invalid request: a body of {length} bytes is over the limit")
         body = self.rfile.read(length) if length > 0 else b""

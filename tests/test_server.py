@@ -321,3 +321,27 @@ def test_mt_serve_refuses_a_glossary_for_another_pair(fixture_bundle, tmp_path):
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 1 and done.stderr == (f"mt-serve: error: {glossary}: the glossary is for de and fr, but "
                                                     f"this model translates de -> en, en -> de\n")
+
+
+@pytest.mark.parametrize("headers, status, message", [
+    ({"Transfer-Encoding": "chunked"}, 411, "send the body with a Content-Length"),
+    ({"Content-Length": "-5"}, 400, "bad Content-Length"),
+    ({"Content-Length": "five"}, 400, "bad Content-Length"),
+])
+def test_a_body_without_a_usable_length_is_refused(url, headers, status, message):
+    """A chunked body was read as no body at all, and answered "missing q parameter"."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+    body = b'{"q": "Hallo", "target": "en"}'
+    if "chunked" in headers.values():
+        body = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    connection.putrequest("POST", "/translate")
+    for name, value in {"Content-Type": "application/json", **headers}.items():
+        connection.putheader(name, value)
+    connection.endheaders(body)
+    answer = connection.getresponse()
+    assert answer.status == status and message in json.loads(answer.read())["error"]
+    connection.close()
