@@ -305,6 +305,13 @@ def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig,
     if missing:
         raise ModelLoadError(f"{path}: graph lacks {', '.join(missing)}; it does not match "
                              f"{bf.CONFIG_FILE} ({config.decoder_layers} decoder layers)")
+    # The cache's heads and head size: the runtime makes its first, empty cache from config.json's.
+    promised = {1: config.n_heads, 3: config.head_dim}
+    for i in session.get_inputs():
+        if i.name in names.past and len(i.shape) == 4 and any(isinstance(i.shape[k], int) and i.shape[k] != n
+                                                               for k, n in promised.items()):
+            raise ModelLoadError(f"{path}: input {i.name} has {i.shape[1]} heads of {i.shape[3]}, but "
+                                 f"{bf.CONFIG_FILE} says {config.n_heads} of {config.head_dim}; it does not match")
 
 
 def token_rows(tokens: np.ndarray) -> np.ndarray:

@@ -465,6 +465,11 @@ def test_broken_bundles_name_the_file(fixture_bundle, tmp_path):
         cfg["model"]["decoder_layers"] += 1
         (d / "config.json").write_text(json.dumps(cfg))
 
+    def heads(d):                   # consistent with d_model, but not the graphs' cache shape
+        cfg = json.loads((d / "config.json").read_text())
+        cfg["model"]["n_heads"], cfg["model"]["head_dim"] = 2 * cfg["model"]["n_heads"], cfg["model"]["head_dim"] // 2
+        (d / "config.json").write_text(json.dumps(cfg))
+
     cases = [
         (broken("truncated", truncate), r"decoder.int8.onnx: \d+ bytes, but config.json records \d+"),
         (broken("garbled", garble("decoder.int8.onnx")), "decoder.int8.onnx: not a usable ONNX model"),
@@ -473,6 +478,7 @@ def test_broken_bundles_name_the_file(fixture_bundle, tmp_path):
         (broken("badtok", garble("tokenizer.model")), "tokenizer.model: not a SentencePiece"),
         (broken("vocab", vocab), "tokenizer.model: .* pieces, but config.json says vocab_size"),
         (broken("layers", layers), "config.json: .*tensors: the name lists do not fit a decoder of 3 layers"),
+        (broken("heads", heads), r"decoder.int8.onnx: input \S+ has \d+ heads of \d+, but config.json says"),
         (broken("noconfig", lambda d: (d / "config.json").unlink()), "config.json: missing"),
         (broken("badjson", lambda d: (d / "config.json").write_text("{")), "config.json: not valid JSON"),
         (broken("nograph", lambda d: (d / "encoder.onnx").unlink()), "encoder.onnx: missing"),
