@@ -237,6 +237,23 @@ def _chunks(events) -> list[str | list]:
     return chunks
 
 
+# A unit's words at most. The translator cuts a longer sentence into parts anyway (CLAUSE_TOKENS), and a
+# unit's alignment is words x words: a paragraph with no sentence end took 4.9 GB at 8,000 words.
+MAX_UNIT_WORDS = 100
+
+
+def _cut(words: list) -> list[list]:
+    """`words` in runs of at most MAX_UNIT_WORDS, each ending at a clause mark (, ; :) where its second
+    half has one."""
+    runs = []
+    while len(words) > MAX_UNIT_WORDS:
+        marks = [i for i in range(MAX_UNIT_WORDS // 2, MAX_UNIT_WORDS) if words[i].text.endswith((",", ";", ":"))]
+        end = marks[-1] + 1 if marks else MAX_UNIT_WORDS
+        runs.append(words[:end])
+        words = words[end:]
+    return runs + [words] if words else runs
+
+
 def _has_words(kind: str, raw: str) -> bool:
     """Whether a block item holds words: text that is not only space, or an atom (words kept whole)."""
     return kind == "atom" or (kind == "text" and bool(html.unescape(raw).strip()))
@@ -350,14 +367,14 @@ class _Block:
         if not self.words:
             return []
         if not split_sentences:
-            return [self.words]
+            return _cut(self.words)
         units, next_word = [], 0
         for sentence, _ in split(" ".join(w.text for w in self.words)):
             count = len(sentence.split())
             units.append(self.words[next_word:next_word + count])
             next_word += count
         units[-1] += self.words[next_word:]         # nothing, unless the splitter and str.split disagree
-        return [u for u in units if u]
+        return [run for unit in units for run in _cut(unit)]
 
     def render(self) -> str:
         out, current = [self.prefix], ()

@@ -23,7 +23,8 @@ import pytest
 from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
 from mtkit.runtime import TranslationError
 from mtkit.runtime.cli import main
-from mtkit.runtime.markup import carry_paths, translate_fragments, translate_html, word_alignment
+from mtkit.runtime.markup import (MAX_UNIT_WORDS, _Block, _chunks, _events, carry_paths, translate_fragments,
+                                  translate_html, word_alignment)
 
 GREEDY = {"from_lang": "de", "beam_size": 1}
 
@@ -291,3 +292,15 @@ def test_tag_soup_never_fails_and_loses_no_tag(fixture_translator):
         page = "".join(parts)
         out = translate(fixture_translator, page)
         assert sorted(Outline(out).tags) == sorted(Outline(page).tags), page
+
+
+@pytest.mark.parametrize("split_sentences", [True, False])
+def test_a_paragraph_without_sentence_ends_is_translated_in_runs_of_clauses(split_sentences):
+    """Each unit's alignment is words x words: a paragraph of 8,000 words with no sentence end took
+    4.9 GB. Runs end at a clause mark where one is near the limit, else at the limit."""
+    words = [f"w{i}," if i % 70 == 69 else f"w{i}" for i in range(250)]
+    [block] = [_Block(c) for c in _chunks(_events("<p>" + " ".join(words) + " <b>x</b></p>")) if isinstance(c, list)]
+    units = block.units(split_sentences)
+    assert [w.text for unit in units for w in unit] == [*words, "x"]          # all of them, in order
+    assert all(len(unit) <= MAX_UNIT_WORDS for unit in units)
+    assert [unit[-1].text for unit in units[:2]] == ["w69,", "w139,"]
