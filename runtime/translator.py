@@ -214,6 +214,9 @@ def restore_after(prefix: str, written: str, translation: str, masked: Masked | 
 # sentences, and its output degrades (and loops) long before the position limit.
 CLAUSE_TOKENS = 100
 CLAUSE_MARKS = (",", ";", ":", "–", "—", ")")
+# A text's alignment is dense, target x source tokens, block-diagonal over its parts: past this many
+# source tokens it would take gigabytes (3,000 sentences on one line were killed at 18 GB).
+MAX_ALIGNED_TOKENS = 4096
 CONJUNCTIONS = frozenset("""und oder aber denn sondern weil dass wenn als ob obwohl während damit bevor nachdem
     and or but because that which who when while although if before after since so then""".split())
 
@@ -604,6 +607,14 @@ class Translator:
                 source_prefixes.append(self._prefix(layouts[i][s].prefix, i, opts) if part is parts[0] else None)
                 layouts[i][s].parts.append(len(sources))
                 sources.append(source_ids(part, tag, limit + 2))
+        unaligned = set()
+        for i, segments in enumerate(layouts if opts.return_alignment else []):
+            if (n := sum(len(sources[p]) for seg in segments for p in seg.parts)) > MAX_ALIGNED_TOKENS:
+                message = (f"{n:,} tokens, too many for an alignment (at most {MAX_ALIGNED_TOKENS:,}: it holds "
+                           f"target x source weights); translated without one")
+                text_warnings[i].append(message)
+                warnings.warn(f"text {i + 1}: {message}", LongInputWarning, stacklevel=WARNING_LEVEL)
+                unaligned.add(i)
         t1 = time.perf_counter()
 
         # 2. Decoding, length-sorted, in input order.
@@ -616,7 +627,9 @@ class Translator:
         t2 = time.perf_counter()
 
         # 3. Detokenized and reassembled.
-        translations = [self._assemble(text, segments, sources, results, opts, text_warnings[i])
+        translations = [self._assemble(text, segments, sources, results,
+                                       replace(opts, return_alignment=False) if i in unaligned else opts,
+                                       text_warnings[i])
                         for i, (text, segments) in enumerate(zip(texts, layouts))]
         t3 = time.perf_counter()
         timings = {"preprocess_ms": 1000 * (t1 - t0), "decode_ms": 1000 * (t2 - t1),

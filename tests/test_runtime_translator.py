@@ -521,3 +521,17 @@ def test_a_model_whose_weights_are_nan_is_refused_in_words(tmp_path, fixture_bun
     flags = ["--beam-size", str(options.get("beam_size", 1))] if "sampling" not in options else ["--sampling"]
     code, out, err = invoke(main, ["-m", str(broken), "--variant", "fp32", "--from", "de", *flags, GERMAN[0]], capsys)
     assert code == 1 and out == "" and "weights are broken" in err and "Traceback" not in err
+
+
+def test_a_text_too_long_for_an_alignment_is_translated_without_one(t, monkeypatch):
+    """The alignment is target x source weights for the whole text: 3,000 sentences on one line were
+    killed at 18 GB. Past the limit the text comes without one, with a warning; the others keep theirs."""
+    from mtkit.runtime import translator
+
+    monkeypatch.setattr(translator, "MAX_ALIGNED_TOKENS", 20)
+    long_text = " ".join(GERMAN[:4])
+    assert len(t.tokenizer.encode(long_text)) > 20
+    with pytest.warns(LongInputWarning, match="text 2: .* too many for an alignment"):
+        short, long = t.translate([GERMAN[0], long_text], from_lang="de", beam_size=1, return_alignment=True)
+    assert short.alignment is not None and not short.warnings
+    assert long.alignment is None and long.text and "translated without one" in long.warnings[0]
