@@ -15,6 +15,7 @@ from click.core import ParameterSource
 from .data_dir import ENV as DATA_DIR_ENV
 from .decode_budget import BUDGET, INT8_BUDGET
 from .decode_options import DecodeOptions, OptionError
+from .threads import MAX_THREADS
 
 PROVIDERS = ("auto", "cpu", "cuda")
 VARIANTS = ("auto", "fp32", "int8", "fp16")
@@ -33,7 +34,7 @@ PROVIDER = click.option("--provider", type=click.Choice(PROVIDERS), default="aut
 VARIANT = click.option("--variant", type=click.Choice(VARIANTS), default="auto", show_default=True,
                        help="Graph precision: auto = int8 on the CPU, fp16 on CUDA, if the bundle has them; "
                             "else fp32.")
-THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+THREADS = click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=None, metavar="N",
                        help="ONNX Runtime's intra-op threads, shared by the int8 graphs' parallel batches (default: its choice).")
 MAX_BATCH_TOKENS = click.option(
     "--max-batch-tokens", type=click.IntRange(min=1), default=None, metavar="N",

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import threading
 
+# ONNX Runtime's threads at most: more than a CPU has. 100,000 hung or crashed its session creation.
+MAX_THREADS = 1024
+
 
 class Background:
     """`fn(*args)` started at once. As a context manager it is waited for on leaving, also when the

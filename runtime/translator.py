@@ -37,7 +37,7 @@ from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabular
 from .repetition import Pieces
 from .search import Hypothesis as SearchHypothesis, beam_score
 from .sentences import split
-from .threads import Background
+from .threads import MAX_THREADS, Background
 from .vocab import EOS_PIECE, source_ids
 
 if TYPE_CHECKING:
@@ -342,6 +342,8 @@ class Translator:
         if variant != "auto" and variant not in ("fp32", "int8", "fp16"):
             raise TranslationError(f"unknown variant {variant!r} (expected auto, fp32, int8 or fp16)")
         check_count("threads", threads, optional=True)
+        if threads is not None and threads > MAX_THREADS:
+            raise TranslationError(f"threads must be at most {MAX_THREADS}, not {threads}")
         check_count("parallel_batches", parallel_batches, optional=True)
         check_count("max_batch_tokens", max_batch_tokens, optional=True)
         check_count("max_batch_sentences", max_batch_sentences, optional=True)

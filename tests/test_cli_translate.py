@@ -151,6 +151,7 @@ def test_from_is_checked_and_picks_the_target(capsys, monkeypatch):
     (["--beam-size", "four"], "'four' is not a valid integer"),
     (["--max-batch-tokens", "0"], "Invalid value for '--max-batch-tokens'"),
     (["--max-batch-sentences", "-1"], "Invalid value for '--max-batch-sentences'"),
+    (["--threads", "100000"], "Invalid value for '--threads': 100000 is not in the range 1<=x<=1024"),
 ])
 def test_bad_flags_are_usage_errors_that_name_the_flags(capsys, monkeypatch, args, message):
     """Checked by DecodeOptions (the API's rules) but reported by flag, before any model loads."""
