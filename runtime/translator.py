@@ -144,8 +144,9 @@ def check_glossary(glossary) -> None:
                         f"not {type(glossary).__name__}")
 
 
-def prefixes_for(prefix: str | list[str | None] | None, n: int) -> list[str | None]:
-    """`translate`'s `prefix`, one per text: a str for every text, a list of one each, None for none."""
+def prefixes_for(prefix: str | list[str | None] | None, n: int, first: int = 1) -> list[str | None]:
+    """`translate`'s `prefix`, one per text: a str for every text, a list of one each, None for none.
+    `first`: the number of the first text, in messages."""
     if prefix is None or isinstance(prefix, str):
         return [prefix] * n
     if not isinstance(prefix, (list, tuple)):
@@ -154,7 +155,7 @@ def prefixes_for(prefix: str | list[str | None] | None, n: int) -> list[str | No
         raise TranslationError(f"prefix has {len(prefix)} entries for {n} texts: give one per text (None for none)")
     for i, p in enumerate(prefix):
         if p is not None and not isinstance(p, str):
-            raise TranslationError(f"the prefix of text {i + 1} is a {type(p).__name__}, not a str")
+            raise TranslationError(f"the prefix of text {first + i} is a {type(p).__name__}, not a str")
     return list(prefix)
 
 
@@ -537,13 +538,14 @@ class Translator:
 
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
                    split_sentences: bool, overrides: dict, glossary: Glossary | None = None,
-                   prefix: str | list[str | None] | None = None) -> list[Translation]:
-        """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line."""
+                   prefix: str | list[str | None] | None = None, first: int = 1) -> list[Translation]:
+        """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line.
+        `first`: the number of the first text, in messages (translate_iter's batches go on counting)."""
         texts = list(as_texts(texts))
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise TranslationError(f"text {i + 1} is a {type(t).__name__}, not a str")
-        text_prefixes = prefixes_for(prefix, len(texts))
+                raise TranslationError(f"text {first + i} is a {type(t).__name__}, not a str")
+        text_prefixes = prefixes_for(prefix, len(texts), first)
         to, from_lang, tag = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)
         t0 = time.perf_counter()
@@ -570,7 +572,7 @@ class Translator:
                     # words, but all in a script the model lacks (what is left: punctuation, numbers)
                     language = self.unknown_script(plain, from_lang)
                     text_languages[i].append(language)
-                    warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
+                    warnings.warn(f"text {first + i}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
                     segments[-1].kept = plain
                 elif core:
                     language = self.source_language(plain, to, from_lang)    # detected on the text as written
@@ -580,7 +582,7 @@ class Translator:
                             language = replace(language, translated=True, warning=None)
                     text_languages[i].append(language)
                     if language.warning:
-                        warnings.warn(f"text {i + 1}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
+                        warnings.warn(f"text {first + i}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
                     if not language.translated:
                         segments[-1].kept = plain
                         continue
@@ -604,9 +606,9 @@ class Translator:
                 message = (f"a sentence of {len(ids)} tokens is longer than the model's maximum of {limit}; "
                            f"translated in {len(parts)} parts")
                 text_warnings[i].append(message)
-                warnings.warn(f"text {i + 1}: {message}", LongInputWarning, stacklevel=WARNING_LEVEL)
+                warnings.warn(f"text {first + i}: {message}", LongInputWarning, stacklevel=WARNING_LEVEL)
             for part in parts:
-                source_prefixes.append(self._prefix(layouts[i][s].prefix, i, opts) if part is parts[0] else None)
+                source_prefixes.append(self._prefix(layouts[i][s].prefix, first + i, opts) if part is parts[0] else None)
                 layouts[i][s].parts.append(len(sources))
                 sources.append(source_ids(part, tag, limit + 2))
         unaligned = set()
@@ -615,7 +617,7 @@ class Translator:
                 message = (f"{n:,} tokens, too many for an alignment (at most {MAX_ALIGNED_TOKENS:,}: it holds "
                            f"target x source weights); translated without one")
                 text_warnings[i].append(message)
-                warnings.warn(f"text {i + 1}: {message}", LongInputWarning, stacklevel=WARNING_LEVEL)
+                warnings.warn(f"text {first + i}: {message}", LongInputWarning, stacklevel=WARNING_LEVEL)
                 unaligned.add(i)
         t1 = time.perf_counter()
 
@@ -642,14 +644,15 @@ class Translator:
             tr.warnings = [s.warning for s in languages if s.warning] + tr.warnings
         return translations
 
-    def _prefix(self, text: str, i: int, opts: DecodeOptions) -> Prefix | None:
-        """The search's prefix for text i's prefix `text` (None for none), checked against the output's room."""
+    def _prefix(self, text: str, number: int, opts: DecodeOptions) -> Prefix | None:
+        """The search's prefix for the prefix `text` of text `number` (None for none), checked against the
+        output's room."""
         if not text:
             return None
         prefix = Prefix.of(text, self.tokenizer)
         room = opts.max_length - 2                      # positions, less BOS and the closing EOS
         if len(prefix.tokens) + bool(prefix.spelling) > room:
-            raise TranslationError(f"the prefix of text {i + 1} is {len(prefix.tokens)} tokens; this model's "
+            raise TranslationError(f"the prefix of text {number} is {len(prefix.tokens)} tokens; this model's "
                                    f"translations hold at most {room}")
         return prefix
 
@@ -691,13 +694,22 @@ class Translator:
         if per_text and not isinstance(prefix, Iterable):
             raise TranslationError(f"prefix must be a str, one per text, or None, not {type(prefix).__name__}")
         prefixes = iter(prefix) if per_text else None
-        iterator, done = iter(texts), 0
-        while batch := list(itertools.islice(iterator, batch_size)):
+        iterator, done, failed = iter(texts), 0, None
+        while not failed:
+            batch = []
+            try:
+                batch.extend(itertools.islice(iterator, batch_size))
+            except Exception as e:          # the input's own error: the texts read before it are translated first
+                failed = e
+            if not batch:
+                break
             starts = list(itertools.islice(prefixes, len(batch))) if per_text else prefix
             if per_text and len(starts) < len(batch):
                 raise TranslationError(f"fewer prefixes than texts (only {done + len(starts)}): give one per text")
-            yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary, starts)
+            yield from self._translate(batch, to, opts, from_lang, split_sentences, {}, glossary, starts, done + 1)
             done += len(batch)
+        if failed:
+            raise failed
         if per_text and next(prefixes, done) is not done:
             raise TranslationError(f"more prefixes than texts ({done}): give one per text")
 

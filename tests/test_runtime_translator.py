@@ -281,6 +281,25 @@ def test_translate_iter_streams_in_order(t):
         next(t.translate_iter(iter(texts), to="xx"))
 
 
+def test_translate_iter_translates_what_it_read_before_its_input_failed(t):
+    def source():
+        yield from GERMAN[:3]
+        raise OSError("the disk went away")
+
+    got = []
+    with pytest.raises(OSError, match="the disk went away"):
+        for tr in t.translate_iter(source(), from_lang="de", batch_size=32, beam_size=1):
+            got.append(tr.text)
+    assert got == ENGLISH[:3]                               # none of them lost with the batch
+
+
+def test_translate_iter_numbers_texts_across_its_batches(t):
+    with pytest.raises(TranslationError, match="^text 6 is a NoneType, not a str$"):
+        list(t.translate_iter([GERMAN[0]] * 5 + [None], batch_size=2, beam_size=1))
+    with pytest.warns(LanguageWarning, match="^text 4: looks like"):
+        list(t.translate_iter([GERMAN[0]] * 3 + ["日本語のテキストです。"], batch_size=2, beam_size=1))
+
+
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
 def test_parallel_batches_give_the_same_translations(fixture_bundle, variant):
     """Batches decoded at once in threads: the same texts and scores as one batch at a time, in input
