@@ -18,7 +18,7 @@ import re
 import time
 import unicodedata
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -127,6 +127,8 @@ def as_texts(texts: Iterable[str] | str) -> Iterable[str]:
         return [texts]
     if isinstance(texts, (bytes, bytearray)):
         raise TranslationError(f"texts must be str, not {type(texts).__name__} (decode them first)")
+    if isinstance(texts, Mapping) or not isinstance(texts, Iterable):     # a dict would give its keys
+        raise TranslationError(f"texts must be a str or an iterable of str, not {type(texts).__name__}")
     return texts
 
 

@@ -78,6 +78,16 @@ def test_bytes_are_refused_as_a_whole(t):
             list(t.translate_iter(data))
 
 
+@pytest.mark.parametrize("texts", [None, 42, {"Hallo": "Hi"}])
+def test_what_is_no_text_nor_texts_is_refused_by_name(t, texts):
+    """None and 42 raised a bare TypeError, and a dict was translated as its keys."""
+    name = type(texts).__name__
+    with pytest.raises(TranslationError, match=f"texts must be a str or an iterable of str, not {name}"):
+        t.translate(texts)
+    with pytest.raises(TranslationError, match=f"not {name}"):
+        list(t.translate_iter(texts))
+
+
 def test_option_types_are_checked_before_decoding(t):
     with pytest.raises(OptionError, match=r"beam_size must be an int, not float \(2.5\)"):
         t.translate("Hallo", beam_size=2.5)
