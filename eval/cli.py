@@ -99,6 +99,9 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         if output_hyps:
             check_output(output_hyps)           # before the work, not after it
         if path is not None and path.suffix == ".pt":
+            if variant != "auto":           # a checkpoint has no graphs: its PyTorch model runs as it is
+                raise CommandError(f"--variant {variant}: {path} is a checkpoint, which runs in PyTorch; "
+                                   f"export it (mt-export) to score its graphs")
             translator = checkpoint_translator(path, provider, threads)
         else:
             from mtkit.runtime.translator import Translator

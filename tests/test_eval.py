@@ -143,6 +143,13 @@ def test_bad_arguments(capsys, fixture_bundle, tmp_path, args, code, message):
     assert got == code and message.replace("DIR", str(tmp_path)) in err
 
 
+def test_a_variant_is_refused_for_a_checkpoint(capsys, fixture_checkpoint):
+    """It was ignored: the PyTorch model was scored under the name of the graphs asked for."""
+    code, out, err = cli(capsys, "-m", str(fixture_checkpoint), "--variant", "int8", "-s", str(FIXTURES / "dev.de"),
+                         "-r", str(FIXTURES / "dev.en"))
+    assert code == 1 and out == "" and "--variant int8: " in err and "is a checkpoint, which runs in PyTorch" in err
+
+
 def test_bad_checkpoint(capsys, tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
