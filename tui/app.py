@@ -185,7 +185,8 @@ class MTApp(App):
                                         f"Still running on {self.in_use.upper()}.")
         elif self.translator is not None:
             title = "Model not opened"
-            self.errors.report("model", f"Cannot open that model: {message}. The previous model stays loaded.")
+            ended = message if message.endswith((".", "?", "!")) else message + "."      # "...by mt-export?"
+            self.errors.report("model", f"Cannot open that model: {ended} The previous model stays loaded.")
         else:
             title = "Model not loaded"
             self.errors.report("model", f"Cannot load the model: {message}\nctrl+o opens another bundle.")
