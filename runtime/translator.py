@@ -350,6 +350,11 @@ class Translator:
         check_count("parallel_batches", parallel_batches, optional=True)
         check_count("max_batch_tokens", max_batch_tokens, optional=True)
         check_count("max_batch_sentences", max_batch_sentences, optional=True)
+        for name, value, allowed in (("memory_arena", memory_arena, (bool,)), ("spinning", spinning, (bool,)),
+                                     ("io_binding", io_binding, (bool, type(None)))):
+            if not isinstance(value, allowed):        # ONNX Runtime's own error for them is a pybind TypeError
+                raise TypeError(f"{name} must be True or False{' or None' if len(allowed) > 1 else ''}, "
+                                f"not {type(value).__name__}")
         if graph_optimization not in ("disable", "basic", "extended", "all"):
             raise TranslationError(f"unknown graph_optimization {graph_optimization!r} "
                                    "(expected disable, basic, extended or all)")

@@ -112,6 +112,9 @@ def test_counts_are_checked_alike(t, fixture_bundle):
     for name, value in [("threads", 2.5), ("max_batch_tokens", "4096"), ("max_batch_sentences", True)]:
         with pytest.raises(TypeError, match=f"{name} must be an int, not {type(value).__name__}"):
             Translator(fixture_bundle, **{name: value})
+    for name, value in [("memory_arena", "no"), ("spinning", 1), ("io_binding", "yes")]:
+        with pytest.raises(TypeError, match=f"{name} must be True or False"):
+            Translator(fixture_bundle, **{name: value})
     with pytest.raises(TranslationError, match="threads must be at most 1024, not 100000"):     # hung ORT
         Translator(fixture_bundle, threads=100_000)
     with pytest.raises(TranslationError, match="max_batch_sentences must be at least 1, not 0"):
