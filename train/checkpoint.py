@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -40,10 +42,11 @@ class Direction(NamedTuple):
 
 @dataclass
 class ResumeState:
-    """What only `--resume` needs: optimizer, scheduler and RNG states."""
+    """What only `--resume` needs: optimizer, scheduler and RNG states, and what the run trained on."""
     optimizer: dict
     scheduler: dict
     rng: dict          # torch, cuda, python, python_pos
+    data: str | None = None     # `trainer.data_fingerprint` of the training data; None in older files
 
 
 @dataclass
@@ -74,6 +77,8 @@ class Checkpoint:
                "directions": [tuple(d) for d in self.directions], "progress": self.progress.to_dict()}
         if self.resume is not None:
             raw |= {"optimizer": self.resume.optimizer, "scheduler": self.resume.scheduler, "rng": self.resume.rng}
+            if self.resume.data is not None:
+                raw["data_fingerprint"] = self.resume.data
         if self.averaged_from is not None:
             raw["averaged_from"] = self.averaged_from
         if self.shipped_from is not None:
@@ -88,7 +93,8 @@ class Checkpoint:
         try:
             model_config = ModelConfig(**raw["model_config"])
             progress = TrainingProgress.from_dict(raw.get("progress", {}))
-            resume = ResumeState(raw["optimizer"], raw["scheduler"], raw["rng"]) if "optimizer" in raw else None
+            resume = (ResumeState(raw["optimizer"], raw["scheduler"], raw["rng"], raw.get("data_fingerprint"))
+                      if "optimizer" in raw else None)
             return cls(model=raw["model"], model_config=model_config, tokenizer_model=raw["tokenizer_model"],
                        language_tags={k: int(v) for k, v in raw["language_tags"].items()},
                        directions=[Direction(str(a), str(b)) for a, b in raw.get("directions", [])],
@@ -146,7 +152,8 @@ def load_checkpoint(path: Path, map_location="cpu") -> Checkpoint:
     if path.stat().st_size == 0:  # torch's EOFError for it has no message
         raise CheckpointError(f"{path}: empty file, not a checkpoint")
     try:
-        raw = torch.load(path, map_location=map_location, weights_only=True)
+        damaged = damaged_member(path)
+        raw = None if damaged else torch.load(path, map_location=map_location, weights_only=True)
     except PermissionError:
         raise CheckpointError(f"{path}: cannot read it (permission denied)") from None
     except pickle.UnpicklingError:
@@ -154,6 +161,8 @@ def load_checkpoint(path: Path, map_location="cpu") -> Checkpoint:
         raise CheckpointError(f"{path}: not a checkpoint written by mt-train (torch could not read it)") from None
     except Exception as e:  # torch raises many types for truncated or foreign files
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {first_sentence(e)})") from None
+    if damaged:
+        raise CheckpointError(f"{path}: damaged (member {damaged} fails its checksum); use an earlier checkpoint")
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an mtkit checkpoint")
     if raw.get("version") != VERSION:
@@ -166,6 +175,25 @@ def load_checkpoint(path: Path, map_location="cpu") -> Checkpoint:
                               f"{', ...' if len(broken) > 1 else ''}): the run diverged or the file is damaged; "
                               f"use an earlier checkpoint")
     return ckpt
+
+
+def damaged_member(path: Path) -> str | None:
+    """The first member of the checkpoint's zip whose data fails its CRC-32 (torch reads them unchecked,
+    so damaged bytes would load as weights or as a tokenizer); None when all pass. A file that is no
+    zip (torch's legacy format, or a zip without its directory) is left to torch to judge."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        return None
+    with archive:
+        for member in archive.infolist():
+            try:
+                with archive.open(member) as f:
+                    while f.read(1 << 20):
+                        pass
+            except (zipfile.BadZipFile, EOFError, NotImplementedError, zlib.error):   # a damaged header too
+                return member.filename
+    return None
 
 
 def checkpoint_hint(directory: Path) -> str:

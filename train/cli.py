@@ -57,7 +57,7 @@ def main(config, resume, init_from, output_dir, max_steps, epochs, overrides):
     from .config import RunConfig
     from .data import DataError
     from .loop import Interrupted, TrainingDiverged
-    from .trainer import DeviceError, NothingToTrain, Trainer
+    from .trainer import DeviceError, NothingToTrain, RunLocked, Trainer
 
     console = Console(stderr=True)
     try:
@@ -72,7 +72,7 @@ def main(config, resume, init_from, output_dir, max_steps, epochs, overrides):
         trainer.resume_command = resume_command(config, output_dir, overrides, epochs, max_steps)
         trainer.prepare(resume, init_from)
         summary = trainer.train()
-    except (DataError, CheckpointError, DeviceError, FileExistsError, NothingToTrain) as e:
+    except (DataError, CheckpointError, DeviceError, FileExistsError, NothingToTrain, RunLocked) as e:
         raise CommandError(str(e)) from None
     except TrainingDiverged as e:
         console.print(f"[red]training diverged:[/] {escape(str(e))}", soft_wrap=True)

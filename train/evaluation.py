@@ -3,6 +3,7 @@ made by the one checkpoint translator (`reference.model_translator`), as mt-eval
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,16 @@ class EncodedSplit:
     @property
     def tgt_lens(self):
         return [len(t) + 1 for t in self.tgt]
+
+    def fingerprint(self) -> str:
+        """The pairs' count and a hash of their token ids in order (what the batches are made of), for
+        --resume to refuse training data that changed under a run."""
+        digest = hashlib.sha256()
+        for seqs in (self.src, self.tgt):
+            digest.update(np.asarray([len(s) for s in seqs], dtype=np.int64).tobytes())
+            if seqs:
+                digest.update(np.concatenate(seqs).astype(np.int32).tobytes())
+        return f"{len(self.src)} pairs, sha256 {digest.hexdigest()[:16]}"
 
 
 def encode_pairs(sp, pairs: list[Pair], tag_ids: dict[str, int], max_len: int) -> EncodedSplit:

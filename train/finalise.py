@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -29,27 +30,37 @@ class Candidate(NamedTuple):
 
 
 def record_epoch(progress: TrainingProgress, bleu: float, path: Path) -> None:
-    """Note an epoch's checkpoint and dev BLEU (`progress.epoch` already counts it)."""
+    """Note an epoch's checkpoint and dev BLEU (`progress.epoch` already counts it). Only the file name
+    is kept: the run directory may be moved or copied, or resumed from another working directory."""
     improved = not progress.best or bleu > progress.best[0].bleu
     progress.epochs_without_gain = 0 if improved else progress.epochs_without_gain + 1
-    progress.best = sorted(progress.best + [BestEpoch(bleu, progress.epoch, str(path))], key=lambda b: -b.bleu)
-    progress.epoch_checkpoints.append(str(path))
+    progress.best = sorted(progress.best + [BestEpoch(bleu, progress.epoch, path.name)], key=lambda b: -b.bleu)
+    progress.epoch_checkpoints.append(path.name)
 
 
-def prune_epoch_checkpoints(progress: TrainingProgress, keep_best: int, average_last: int) -> None:
+def epoch_file(checkpoint_dir: Path, entry: str) -> Path:
+    """The file an entry of `progress.epoch_checkpoints` or `best` names: always inside `checkpoint_dir`
+    (the last part of an older entry's path), never another run's file."""
+    return checkpoint_dir / Path(entry).name
+
+
+def prune_epoch_checkpoints(progress: TrainingProgress, checkpoint_dir: Path, keep_best: int,
+                            average_last: int) -> None:
     """Keep the best `keep_best` by BLEU and the last `average_last`; delete the rest."""
-    keep = {b.path for b in progress.best[:keep_best]} | set(progress.epoch_checkpoints[-max(average_last, 1):])
+    keep = ({Path(b.path).name for b in progress.best[:keep_best]} |
+            {Path(p).name for p in progress.epoch_checkpoints[-max(average_last, 1):]})
     for p in progress.epoch_checkpoints:
-        if p not in keep and Path(p).exists():
-            Path(p).unlink()
-    progress.best = [b for b in progress.best if b.path in keep]
+        if Path(p).name not in keep and epoch_file(checkpoint_dir, p).is_file():
+            epoch_file(checkpoint_dir, p).unlink()
+    progress.best = [b for b in progress.best if Path(b.path).name in keep]
 
 
-def checkpoints_to_average(progress: TrainingProgress, average_last: int) -> list[Path]:
+def checkpoints_to_average(progress: TrainingProgress, checkpoint_dir: Path, average_last: int) -> list[Path]:
     """The last `average_last` epoch checkpoints still on disk; none unless there are two to average."""
     if average_last <= 1:
         return []
-    last = [Path(p) for p in progress.epoch_checkpoints[-average_last:] if Path(p).exists()]
+    last = [epoch_file(checkpoint_dir, p) for p in progress.epoch_checkpoints[-average_last:]]
+    last = [p for p in last if p.is_file()]
     return last if len(last) > 1 else []
 
 
@@ -70,7 +81,7 @@ def end_epoch(trainer: Trainer) -> bool:
         st.epoch, st.batch_in_epoch = epoch, 0
         record_epoch(st, bleu, path)
         trainer.checkpoint(full=False).save(path)
-        prune_epoch_checkpoints(st, o.keep_best, o.average_last)
+        prune_epoch_checkpoints(st, trainer.checkpoint_dir, o.keep_best, o.average_last)
         trainer.save_last()
         stop = o.patience > 0 and st.epochs_without_gain >= o.patience
         if stop:
@@ -86,33 +97,49 @@ def end_epoch(trainer: Trainer) -> bool:
 
 def end_run(trainer: Trainer) -> dict:
     """Average the last N epoch checkpoints, pick the better of it and the best epoch, and write
-    `final.pt`, `summary.json` and the learning curve. Returns the summary ({} on ranks other than 0)."""
+    `final.pt`, the learning curve and, last, `summary.json` (so that its step count says the run's end
+    is complete: `finalised`). Returns the summary ({} on ranks other than 0)."""
     if not trainer.is_main:
         return {}
     st, o, out = trainer.state, trainer.optim_cfg, trainer.out
     summary = {"steps": st.step, "epochs": st.epoch, "best": [list(b) for b in st.best[:o.keep_best]]}
     candidates = []
     if st.best:
-        candidates.append(Candidate("best epoch", st.best[0].bleu, Path(st.best[0].path)))
-    last = checkpoints_to_average(st, o.average_last)
+        best = epoch_file(trainer.checkpoint_dir, st.best[0].path)
+        if best.is_file():
+            candidates.append(Candidate("best epoch", st.best[0].bleu, best))
+        else:
+            trainer.log(f"{best} (the best epoch) is missing, so it cannot become final.pt")
+    last = checkpoints_to_average(st, trainer.checkpoint_dir, o.average_last)
     if last:
         averaged = Transformer(trainer.run.model).to(trainer.device)
         averaged.load_state_dict(average_state_dicts(last))
         bleu = trainer.dev_bleu(averaged)
         ckpt = trainer.checkpoint(full=False)
-        ckpt.model, ckpt.averaged_from = averaged.state_dict(), [str(p) for p in last]
+        ckpt.model, ckpt.averaged_from = averaged.state_dict(), [p.name for p in last]
         avg_path = trainer.checkpoint_dir / "averaged.pt"
         ckpt.save(avg_path)
         trainer.log(f"average of the last {len(last)} epochs: dev BLEU {bleu:.2f}")
         summary["averaged_dev_bleu"] = bleu
         candidates.append(Candidate(f"average of last {len(last)}", bleu, avg_path))
+    trainer.stop_if_asked()     # a Ctrl-C while averaging: --resume does the run's end again
     if candidates:
         name, bleu, path = max(candidates, key=lambda c: c.bleu)
         load_checkpoint(path).save(out / "final.pt")
         summary |= {"final": name, "final_dev_bleu": bleu, "final_checkpoint": str(out / "final.pt")}
         trainer.log(f"final model: {name} (dev BLEU {bleu:.2f}) -> {out / 'final.pt'}")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if trainer.metrics_path.exists():
         from .plots import plot_learning_curve  # matplotlib only when a run ends
         plot_learning_curve(trainer.metrics_path, out / "learning_curve.png")
+    tmp = out / ".summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, out / "summary.json")
     return summary
+
+
+def finalised(out: Path, progress: TrainingProgress) -> bool:
+    """Whether the end of the run (`end_run`) was completed at `progress`'s step: its summary.json says so."""
+    try:
+        return json.loads((out / "summary.json").read_text(encoding="utf-8")).get("steps") == progress.step
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -131,11 +131,7 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
             progress.update(task, completed=bi)
         if o.save_every_steps and st.step % o.save_every_steps == 0:
             trainer.save_last()
-        if trainer.stop_signal is not None:
-            trainer.save_last()
-            raise Interrupted(f"stopped by signal {trainer.stop_signal} at step {st.step}: "
-                              f"{trainer.checkpoint_dir / 'last.pt'}; continue with: {trainer.resume_command}",
-                              trainer.stop_signal)
+        trainer.stop_if_asked()
         if o.max_steps and st.step >= o.max_steps:
             trainer.save_last()
             progress.remove_task(task)

@@ -39,9 +39,11 @@ def set_rng_state(rng: dict) -> None:
 # indexes batches made from the data and batching settings, and the optimizer and scheduler states
 # carry the learning rate (a new one would be silently overwritten), so a change is refused rather
 # than warned about: it would skip or repeat data, or be ignored. `--init-from` is the way to change
-# them (a fresh optimizer). Epochs, max steps, evaluation and logging may change.
+# them (a fresh optimizer). Label smoothing, clipping and precision change what every step computes, so a
+# resumed run would silently become another run. Epochs, max steps, evaluation and logging may change.
 SAME_ON_RESUME = ("languages", "data", "tokenizer", "model", "optim.max_tokens", "optim.accum_steps", "optim.seed",
-                  "optim.lr", "optim.warmup_steps", "optim.betas", "optim.weight_decay")
+                  "optim.lr", "optim.warmup_steps", "optim.betas", "optim.weight_decay", "optim.label_smoothing",
+                  "optim.clip_norm", "optim.precision")
 FREE_ON_RESUME = ("data.data_dir", "model.vocab_size")  # the corpora may move; the vocabulary comes from last.pt
 
 
@@ -81,6 +83,16 @@ def load_resume(path: Path, run_config: dict, device) -> Checkpoint:
     return ckpt
 
 
+def check_same_data(path: Path, ckpt: Checkpoint, fingerprint: str) -> None:
+    """CheckpointError if the run in `path` trained on other data than `fingerprint` describes (the
+    batches would differ from the ones its data position counts); older checkpoints have no record."""
+    saved = ckpt.resume.data
+    if saved is not None and saved != fingerprint:
+        raise CheckpointError(f"{path}: the training data changed since this run was saved ({saved} there, "
+                              f"{fingerprint} here), so --resume would not continue it; start a new run from "
+                              f"its weights with --init-from {path} --output-dir NEW_DIR")
+
+
 def restore(ckpt: Checkpoint, model, optimizer, scheduler) -> TrainingProgress:
     """Load `last.pt` (from `load_resume`) into the model, optimizer, scheduler and random generators;
     return its progress."""
@@ -88,7 +100,12 @@ def restore(ckpt: Checkpoint, model, optimizer, scheduler) -> TrainingProgress:
     optimizer.load_state_dict(ckpt.resume.optimizer)
     scheduler.load_state_dict(ckpt.resume.scheduler)
     set_rng_state(ckpt.resume.rng)
-    return ckpt.progress
+    progress = ckpt.progress
+    # Older runs stored the epoch checkpoints as paths from the working directory of the time: keep their
+    # file names only, which name them in this run's checkpoint directory wherever it is now.
+    progress.epoch_checkpoints = [Path(p).name for p in progress.epoch_checkpoints]
+    progress.best = [b._replace(path=Path(b.path).name) for b in progress.best]
+    return progress
 
 
 def load_warm_start(path: Path, model_config: ModelConfig) -> Checkpoint:

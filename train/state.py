@@ -17,7 +17,7 @@ class BestEpoch(NamedTuple):
     """An epoch checkpoint kept for its dev BLEU."""
     bleu: float
     epoch: int
-    path: str
+    path: str          # its file name in the run's checkpoints/ (older runs: a path; only its name counts)
 
 
 @dataclass
@@ -27,7 +27,7 @@ class TrainingProgress:
     batch_in_epoch: int = 0
     best: list[BestEpoch] = field(default_factory=list)    # best dev BLEU first
     epochs_without_gain: int = 0
-    epoch_checkpoints: list[str] = field(default_factory=list)
+    epoch_checkpoints: list[str] = field(default_factory=list)   # file names in checkpoints/, as BestEpoch.path
     rewarm_from: int | None = None                  # step at which --init-from restarted the optimizer
 
     def to_dict(self) -> dict:

@@ -45,10 +45,23 @@ def train_tokenizer(sentences: list[str], languages: list[str], cfg: TokenizerCo
 
 
 def load_tokenizer(model_path: Path) -> spm.SentencePieceProcessor:
-    sp = spm.SentencePieceProcessor(model_file=str(model_path))
+    return checked(spm.SentencePieceProcessor(model_file=str(model_path)), model_path)
+
+
+def tokenizer_from_bytes(proto: bytes, where) -> spm.SentencePieceProcessor:
+    """The tokenizer serialized in a checkpoint (`where` names it); DataError if the bytes do not load."""
+    try:
+        sp = spm.SentencePieceProcessor(model_proto=proto)
+    except (RuntimeError, TypeError, OSError):    # SentencePiece's message quotes only its C++ source
+        raise DataError(f"{where}: its tokenizer is damaged (SentencePiece cannot load it); "
+                        f"use an earlier checkpoint") from None
+    return checked(sp, where)
+
+
+def checked(sp: spm.SentencePieceProcessor, where) -> spm.SentencePieceProcessor:
     ids = (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id())
     if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
-        raise DataError(f"{model_path}: special ids {ids} differ from mtkit.runtime.vocab's "
+        raise DataError(f"{where}: special ids {ids} differ from mtkit.runtime.vocab's "
                         f"{(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}")
     return sp
 

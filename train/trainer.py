@@ -17,18 +17,21 @@ import torch
 import torch.distributed as dist
 from rich.console import Console
 
+from mtkit.runtime.resumable import locked
 from mtkit.runtime.text_io import blocking_file, cannot_write
 
 from .checkpoint import Checkpoint, Direction, ResumeState
 from .config import RunConfig
 from .data import CleaningReport, DataError
 from .evaluation import dev_bleu, dev_loss, encode_pairs
-from .finalise import end_epoch, end_run
-from .loop import progress_bar, run_epoch, token_loss
+from .finalise import end_epoch, end_run, finalised
+from .loop import Interrupted, progress_bar, run_epoch, token_loss
 from .model import Transformer
-from .resume import load_resume, load_warm_start, restore, rng_state, warm_start
+from .resume import check_same_data, load_resume, load_warm_start, restore, rng_state, warm_start
 from .state import TrainingProgress, inverse_sqrt_schedule
-from .tokenizer import language_tag_ids, load_tokenizer, train_tokenizer
+from .tokenizer import language_tag_ids, load_tokenizer, tokenizer_from_bytes, train_tokenizer
+
+LOCK_FILE = ".mt-train.lock"      # in output_dir: held (flock) by the run writing there, with its pid
 
 
 class NothingToTrain(Exception):
@@ -37,6 +40,10 @@ class NothingToTrain(Exception):
 
 class DeviceError(Exception):
     """More training processes on this machine than it has GPUs."""
+
+
+class RunLocked(Exception):
+    """Another mt-train is writing to this output_dir."""
 
 
 def training_device(local_rank: int, cuda_devices: int) -> torch.device:
@@ -73,6 +80,9 @@ class Trainer:
         self.metrics_path = self.out / "metrics.jsonl"
         self.stop_signal = None
         self.saved_step = None                      # the step of this run's last.pt, once there is one
+        self.finalise_only = False                  # --resume of a run whose training ended but not its end
+        self.lock = None                            # output_dir's lock file, open while this run holds it
+        self.data_fingerprint = None                # the training data's, saved in last.pt for --resume
         # What the messages tell the user to run to continue (the CLI sets the options the run was given).
         self.resume_command = f"mt-train {run.path} --resume"
 
@@ -90,49 +100,69 @@ class Trainer:
     def prepare(self, resume: bool, init_from: Path | None = None) -> None:
         """Load data, tokenizer and model. `resume` continues this run exactly from last.pt;
         `init_from` starts this run from another checkpoint's weights and tokenizer, with a fresh
-        optimizer and the LR schedule continued from that checkpoint's step (a warm start)."""
+        optimizer and the LR schedule continued from that checkpoint's step (a warm start). Holds
+        output_dir's lock from here to the end of `train`."""
+        try:
+            self._prepare(resume, init_from)
+        except BaseException:
+            self.release_lock()
+            raise
+
+    def _prepare(self, resume: bool, init_from: Path | None) -> None:
         if resume and init_from:
             raise ValueError("pass either resume or init_from, not both")
         run = self.run
-        # Every refusal comes before the data, the tokenizer and any file written: a refused start
-        # must leave the run in output_dir as it was.
+        # Every refusal comes before any file is written (and all but a change in the data, before the
+        # data is read): a refused start must leave the run in output_dir as it was.
         last = self.checkpoint_dir / "last.pt"
         if (blocker := blocking_file(self.out)) is not None:
             raise FileExistsError(f"{blocker}: not a directory, so output_dir {self.out} cannot be made")
         if why := cannot_write(self.out):       # a config error like any other: found before the data is read
             raise DataError(f"{why}; set another output_dir")
+        if self.out.is_dir():
+            self.hold_lock()                    # first: a running run's files are not this run's to judge
         resumed = load_resume(last, run.to_dict(), self.device) if resume else None
         if not resume and last.exists():
             raise FileExistsError(f"{last} exists: pass --resume to continue that run, or choose another output_dir")
         warm = load_warm_start(Path(init_from), run.model) if init_from else None
         source = resumed or warm                    # a checkpoint brings its progress and its tokenizer
-        self.check_work_left(source.progress if source else TrainingProgress(), last if resumed else init_from)
+        try:
+            self.check_work_left(source.progress if source else TrainingProgress(), last if resumed else init_from)
+        except NothingToTrain:
+            # Training ended but the run's end did not (a Ctrl-C while averaging): do that end now.
+            if not resumed or finalised(self.out, resumed.progress):
+                raise
+            self.finalise_only = True
+        if resumed and 0 < run.optim.patience <= resumed.progress.epochs_without_gain:
+            self.finalise_only = not finalised(self.out, resumed.progress)     # stopped early, likewise
+        self.hold_lock()
         report = CleaningReport()
         train_pairs = run.load_split("train", report)
         dev_pairs = run.load_split("dev")
         self.log(f"train data: {report.summary()}; dev: {len(dev_pairs)} pairs")
         tok_path = self.out / "tokenizer.model"
-        if source and self.is_main:
+        if source:
             # The checkpoint's tokenizer, whatever is on disk: its ids are the ones the weights know.
-            if not tok_path.exists() or tok_path.read_bytes() != source.tokenizer_model:
-                if tok_path.exists():
-                    self.log(f"{tok_path} differs from the checkpoint's tokenizer; writing the checkpoint's back")
-                tok_path.parent.mkdir(parents=True, exist_ok=True)
-                tok_path.write_bytes(source.tokenizer_model)
-            self.sp = load_tokenizer(tok_path)
+            # Written to tok_path only once it loaded and the data check passed (below).
+            self.sp = tokenizer_from_bytes(source.tokenizer_model, last if resumed else init_from)
         elif self.is_main:
             t0 = time.time()
             sentences = [s for p in train_pairs for s in (p.src, p.tgt)]
             self.sp = train_tokenizer(sentences, run.languages, run.tokenizer, tok_path, seed=run.optim.seed)
             self.log(f"trained SentencePiece ({self.sp.vocab_size()} pieces) in {time.time() - t0:.0f}s -> {tok_path}")
-        if self.world > 1:
-            dist.barrier()
+        if self.world > 1 and not source:
+            dist.barrier()                      # rank 0 has written the tokenizer it trained
             self.sp = load_tokenizer(tok_path)
         self.tokenizer_path = tok_path
         self.tag_ids = language_tag_ids(self.sp, run.languages)
         max_len = run.model.max_positions
         self.train_data = encode_pairs(self.sp, train_pairs, self.tag_ids, max_len)
         self.dev_data = encode_pairs(self.sp, dev_pairs, self.tag_ids, max_len)
+        self.data_fingerprint = self.train_data.fingerprint()
+        if resumed:
+            check_same_data(last, resumed, self.data_fingerprint)
+        if source and self.is_main:
+            self.write_tokenizer(tok_path, source.tokenizer_model)
 
         run.model.vocab_size = self.sp.vocab_size()
         torch.manual_seed(run.optim.seed)
@@ -150,8 +180,12 @@ class Trainer:
         if resumed:
             self.state = restore(resumed, self.model, self.optimizer, self.scheduler)
             self.saved_step = self.state.step
-            self.log(f"resumed from {last}: epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch}, "
-                     f"step {self.state.step}")
+            if self.finalise_only:
+                self.log(f"{last}: training ended at step {self.state.step}, but not the run (no final.pt or "
+                         f"summary.json yet): finishing it")
+            else:
+                self.log(f"resumed from {last}: epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch}, "
+                         f"step {self.state.step}")
         if warm:
             warm_start(warm, self.model, self.optimizer, self.scheduler, self.state)
             self.log(f"warm start from {init_from}: its weights and tokenizer, a fresh optimizer, "
@@ -160,6 +194,41 @@ class Trainer:
         if self.world > 1:
             self.ddp_model = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+    def write_tokenizer(self, path: Path, model: bytes) -> None:
+        """Put the checkpoint's tokenizer `model` (loaded already) at `path`, atomically, unless it is there."""
+        if path.is_file() and path.read_bytes() == model:
+            return
+        if path.exists():
+            self.log(f"{path} differs from the checkpoint's tokenizer; writing the checkpoint's back")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(model)
+        os.replace(tmp, path)
+
+    def hold_lock(self) -> None:
+        """Take output_dir's lock for this run (rank 0, which writes the files), or RunLocked: a second
+        mt-train there would interleave its checkpoints and metrics with the first's. Creates output_dir."""
+        if self.lock is not None or not self.is_main:
+            return
+        self.out.mkdir(parents=True, exist_ok=True)
+        file = open(self.out / LOCK_FILE, "a+", encoding="utf-8")
+        if not locked(file):
+            file.seek(0)
+            holder = file.read().strip() or "unknown"
+            file.close()
+            raise RunLocked(f"another mt-train is writing to {self.out} (pid {holder}); wait for it to end, "
+                            f"or choose another output_dir")
+        file.seek(0)
+        file.truncate()
+        file.write(f"{os.getpid()}\n")
+        file.flush()
+        self.lock = file
+
+    def release_lock(self) -> None:
+        if self.lock is not None:
+            self.lock.close()                   # closing the file releases the lock
+            self.lock = None
 
     def check_work_left(self, progress: TrainingProgress, source) -> None:
         """NothingToTrain unless `progress` (where the run starts) is short of epochs and max_steps;
@@ -177,7 +246,8 @@ class Trainer:
     # ----- checkpoints -------------------------------------------------------------------------
     def checkpoint(self, full: bool) -> Checkpoint:
         """This run as a checkpoint; `full` adds what --resume needs (optimizer, scheduler, RNG)."""
-        resume = ResumeState(self.optimizer.state_dict(), self.scheduler.state_dict(), rng_state()) if full else None
+        resume = ResumeState(self.optimizer.state_dict(), self.scheduler.state_dict(), rng_state(),
+                             self.data_fingerprint) if full else None
         return Checkpoint(model=self.model.state_dict(), model_config=self.run.model,
                           tokenizer_model=self.sp.serialized_model_proto(), language_tags=self.tag_ids,
                           directions=self.directions(), languages=self.run.languages, run_config=self.run.to_dict(),
@@ -197,20 +267,34 @@ class Trainer:
     def _handle_signal(self, signum, frame):
         self.stop_signal = signum
 
+    def stop_if_asked(self) -> None:
+        """Once SIGINT or SIGTERM has arrived: save last.pt (unless it holds this step already) and raise
+        Interrupted, with the command that continues the run."""
+        if self.stop_signal is None:
+            return
+        if self.saved_step != self.state.step:
+            self.save_last()
+        raise Interrupted(f"stopped by signal {self.stop_signal} at step {self.state.step}: "
+                          f"{self.checkpoint_dir / 'last.pt'}; continue with: {self.resume_command}", self.stop_signal)
+
     def train(self) -> dict:
         o = self.optim_cfg
+        self.hold_lock()
         previous = {s: signal.signal(s, self._handle_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with progress_bar(self.console, self.is_main and self.console.is_terminal) as progress:
-                while self.state.epoch < o.epochs:
+                while not self.finalise_only and self.state.epoch < o.epochs:
                     if run_epoch(self, progress):
                         break  # max_steps reached
-                    if end_epoch(self):
+                    stop = end_epoch(self)
+                    self.stop_if_asked()    # a signal during the dev evaluation, now that the epoch is saved
+                    if stop:
                         break  # early stopping
+            summary = end_run(self)         # with the handlers still ours: a signal there stops it cleanly too
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-        summary = end_run(self)
+            self.release_lock()
         if self.world > 1:
             # DDP's reducer holds gloo work objects; freed during interpreter shutdown, they abort the
             # process ("terminate called without an active exception"), so free them now.
