@@ -161,14 +161,17 @@ def prefixes_for(prefix: str | list[str | None] | None, n: int, first: int = 1) 
     return list(prefix)
 
 
-def check_count(name: str, value, optional: bool = False) -> None:
-    """A TypeError unless `value` is an int (or None, when optional), a TranslationError if under 1."""
+def check_count(name: str, value, optional: bool = False, most: int | None = None) -> None:
+    """A TypeError unless `value` is an int (or None, when optional), a TranslationError if under 1 or
+    over `most`."""
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if value < 1:
         raise TranslationError(f"{name} must be at least 1, not {value}")
+    if most is not None and value > most:
+        raise TranslationError(f"{name} must be at most {most}, not {value}")
 
 
 def clean(text: str) -> str:
@@ -344,9 +347,7 @@ class Translator:
             raise TranslationError(f"unknown provider {provider!r} (expected cpu, cuda or auto)")
         if variant != "auto" and variant not in ("fp32", "int8", "fp16"):
             raise TranslationError(f"unknown variant {variant!r} (expected auto, fp32, int8 or fp16)")
-        check_count("threads", threads, optional=True)
-        if threads is not None and threads > MAX_THREADS:
-            raise TranslationError(f"threads must be at most {MAX_THREADS}, not {threads}")
+        check_count("threads", threads, optional=True, most=MAX_THREADS)
         check_count("parallel_batches", parallel_batches, optional=True)
         check_count("max_batch_tokens", max_batch_tokens, optional=True)
         check_count("max_batch_sentences", max_batch_sentences, optional=True)

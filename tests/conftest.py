@@ -78,6 +78,15 @@ def invoke(main, args, capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.fixture
+def models_dir(tmp_path, monkeypatch) -> Path:
+    """An empty models directory and cache, and no default model from the environment."""
+    monkeypatch.setenv("MT_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MT_MODEL", raising=False)
+    return tmp_path / "models"
+
+
 @pytest.fixture(scope="session")
 def fixture_checkpoint() -> Path:
     """The fixture model's checkpoint (the trainer's final.pt)."""

@@ -86,13 +86,8 @@ def write_config(directory: Path, edit) -> Path:
     return directory
 
 
-@pytest.fixture(autouse=True)
-def models_dir(tmp_path, monkeypatch) -> Path:
-    """An empty models directory and cache, and no default model from the environment."""
-    monkeypatch.setenv("MT_MODELS_DIR", str(tmp_path / "models"))
-    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("MT_MODEL", raising=False)
-    return tmp_path / "models"
+# Every test here gets an empty models directory and cache (conftest.models_dir).
+pytestmark = pytest.mark.usefixtures("models_dir")
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 import torch.distributed as dist
+
+from mtkit.runtime.text_io import atomic_output
 
 from .checkpoint import average_state_dicts, load_checkpoint
 from .model import Transformer
@@ -47,12 +48,11 @@ def epoch_file(checkpoint_dir: Path, entry: str) -> Path:
 def prune_epoch_checkpoints(progress: TrainingProgress, checkpoint_dir: Path, keep_best: int,
                             average_last: int) -> None:
     """Keep the best `keep_best` by BLEU and the last `average_last`; delete the rest."""
-    keep = ({Path(b.path).name for b in progress.best[:keep_best]} |
-            {Path(p).name for p in progress.epoch_checkpoints[-max(average_last, 1):]})
-    for p in progress.epoch_checkpoints:
-        if Path(p).name not in keep and epoch_file(checkpoint_dir, p).is_file():
-            epoch_file(checkpoint_dir, p).unlink()
-    progress.best = [b for b in progress.best if Path(b.path).name in keep]
+    keep = {b.path for b in progress.best[:keep_best]} | set(progress.epoch_checkpoints[-max(average_last, 1):])
+    for name in progress.epoch_checkpoints:             # file names (`record_epoch`, `resume.restore`)
+        if name not in keep and (file := epoch_file(checkpoint_dir, name)).is_file():
+            file.unlink()
+    progress.best = [b for b in progress.best if b.path in keep]
 
 
 def checkpoints_to_average(progress: TrainingProgress, checkpoint_dir: Path, average_last: int) -> list[Path]:
@@ -131,9 +131,8 @@ def end_run(trainer: Trainer) -> dict:
     if trainer.metrics_path.exists():
         from .plots import plot_learning_curve  # matplotlib only when a run ends
         plot_learning_curve(trainer.metrics_path, out / "learning_curve.png")
-    tmp = out / ".summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, out / "summary.json")
+    with atomic_output(out / "summary.json") as f:
+        f.write(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
