@@ -47,9 +47,10 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
     and the memory their caches take, stay as with one batch at a time.
 
     A source given more than once (a subtitle's "Yes.", a page's menu) is decoded once and its result
-    shared, except when sampling, where each is its own draw."""
+    shared, except when sampling without a seed, where each is its own draw (with one, a sentence's
+    samples depend on it alone: search.row_draws)."""
     prefixes = prefixes or [None] * len(sources)
-    if not opts.sampling:
+    if not opts.sampling or opts.seed is not None:
         unique: dict[tuple, int] = {}
         index = [unique.setdefault((tuple(s), p), len(unique)) for s, p in zip(sources, prefixes)]
         if len(unique) < len(sources):
@@ -57,7 +58,7 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
                                       parallel_batches, pieces, [p for _, p in unique])
             return [decoded_once[i] for i in index]
     results: list[Result | None] = [None] * len(sources)
-    rows = max(opts.beam_size, 1) * max(parallel_batches, 1)
+    rows = max(opts.num_hypotheses if opts.sampling else opts.beam_size, 1) * max(parallel_batches, 1)
     batches = list(length_batches([len(s) for s in sources], max_tokens // rows, max(max_sentences // rows, 1)))
 
     def run(batch: list[int]) -> list[Result]:

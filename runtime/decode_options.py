@@ -82,7 +82,8 @@ class DecodeOptions:
     top_k: int = option(0, "--top-k", "K", "Sample from the K most likely tokens (0 = all).")
     top_p: float = option(1.0, "--top-p", "P", "Sample from the most likely tokens that hold probability P "
                                                "(1 = all).")
-    seed: int | None = option(None, "--seed", "N", "Random seed for --sampling (reproducible output).")
+    seed: int | None = option(None, "--seed", "N", "Random seed for --sampling: a sentence's samples then depend only on "
+                                                  "it, the options and N, not on its batch or neighbours.")
     no_repeat_ngram_size: int = option(0, "--no-repeat-ngram", "N", "Never repeat an n-gram of N tokens (0 = off).")
     no_repeat_loop: int = option(10, "--no-repeat-loop", "N", "Stop loops: never repeat a run of up to N tokens, "
                                                              "or N words however spelled, back to back (a second "

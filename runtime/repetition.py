@@ -12,7 +12,10 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from .decode_options import DecodeOptions
+from .vocab import never_output
 
 WORD_START = "\u2581"      # SentencePiece's "▁": the piece begins a word
 
@@ -32,6 +35,13 @@ class Pieces:
         """From a SentencePiece processor (~8 ms for 16k pieces: the Translator builds it while its
         ONNX Runtime sessions load)."""
         return cls.of(tokenizer.id_to_piece(list(range(tokenizer.get_piece_size()))))
+
+    @functools.cached_property
+    def never(self) -> np.ndarray:
+        """[V] bool: the ids no output may take (vocab.never_output). A mask: `never[ids]` is one gather."""
+        mask = np.zeros(len(self.by_id), dtype=bool)
+        mask[never_output(self.by_id)] = True
+        return mask
 
     @functools.cached_property
     def in_text_order(self) -> list[tuple[str, int]]:

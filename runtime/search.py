@@ -79,7 +79,8 @@ def top_tokens(logp: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     return ids, np.take_along_axis(logp, ids, axis=1)
 
 
-def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, bans, allows=None):
+def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, bans, allows=None,
+                never: np.ndarray | None = None):
     """One decoder step, reduced to what a search keeps: each row's `width` best token ids [N,w], their
     log-probs, EOS's log-prob [N] and the cross-attention (or None).
 
@@ -87,35 +88,39 @@ def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOpti
     nothing needs the whole distribution; banned tokens are then dropped from its candidates, which is
     exact unless a row loses so many that fewer than `width` are left. `bans()` gives each row's
     banned tokens ({row: ids}, repetition.banned_tokens); `allows` the only tokens a row inside its
-    prefix may take ({row: ids}, prefix.allowed_rows).
+    prefix may take ({row: ids}, prefix.allowed_rows); `never` [V] marks the ids no row may take (Pieces.never).
     """
     if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment and not allows:
         logp, ids, eos = backend.step_top(state, tokens)
-        if banned_rows := bans():
-            logp = logp.copy()
-            for row, banned in banned_rows.items():
-                logp[row, np.isin(ids[row], banned)] = -np.inf
+        drop = never[ids] if never is not None else np.zeros(ids.shape, dtype=bool)
+        for row, banned in bans().items():
+            drop[row] |= np.isin(ids[row], banned)
+        if drop.any():
+            logp = np.where(drop, -np.inf, logp)
             order = np.argsort(-logp, axis=1, kind="stable")      # the survivors first, still best first
             logp, ids = np.take_along_axis(logp, order, axis=1), np.take_along_axis(ids, order, axis=1)
         return ids[:, :width], logp[:, :width], eos, None
-    logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows)
+    logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows, never)
     ids, top_logp = top_tokens(logp, width)
     return ids, top_logp, logp[:, EOS_ID], attn
 
 
-def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, bans, allows=None):
+def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, bans, allows=None,
+                  never: np.ndarray | None = None):
     """One decoder step's full log-probabilities [N,V], banned tokens at -inf, and the cross-attention.
     A row inside its prefix keeps only the tokens `allows` gives it: what the user wrote is not banned."""
     logits, attn = backend.step(state, tokens, need_attention=opts.return_alignment)
     logp = log_softmax(logits)
     allows = allows or {}
+    kept = {row: logp[row, allowed] for row, allowed in allows.items()}
+    if never is not None:
+        logp[:, never] = -np.inf
     for row, banned in bans().items():
         if row not in allows:
             logp[row, banned] = -np.inf
     for row, allowed in allows.items():
-        kept = logp[row, allowed]
         logp[row] = -np.inf
-        logp[row, allowed] = kept
+        logp[row, allowed] = kept[row]
     return logp, attn
 
 
@@ -160,7 +165,7 @@ def decode(backend: DecoderBackend, src_ids: np.ndarray, src_mask: np.ndarray, o
             return _sample(backend, src_ids, src_mask, opts, pieces, prefixes)
         # n independent samples per sentence: decode each sentence n times, best sample first.
         flat = _sample(backend, np.repeat(src_ids, n, axis=0), np.repeat(src_mask, n, axis=0), opts, pieces,
-                       prefixes and [p for p in prefixes for _ in range(n)])
+                       prefixes and [p for p in prefixes for _ in range(n)], copies=n)
         return [Result(sorted((h for r in flat[i * n:(i + 1) * n] for h in r.hypotheses), key=lambda h: -h.score))
                 for i in range(src_ids.shape[0])]
     if opts.beam_size <= 1:
@@ -173,6 +178,7 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
     """Greedy search (or sampling, with `pick`). Finished rows leave the batch so that no step is
     spent on them."""
     batch = src_ids.shape[0]
+    never = pieces.never if pieces is not None else None
     limits = max_lengths(src_mask, opts, prefixes)
     state = backend.start(src_ids, src_mask)
     active = np.arange(batch)                      # original sentence index of each state row
@@ -187,11 +193,11 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
         bans = lambda: banned_tokens(so_far, opts, pieces)   # noqa: E731
         allows = prefixes and allowed_rows([prefixes[i] for i in active], so_far, pieces)
         if pick is None:
-            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans, allows)
+            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans, allows, never)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
         else:
-            logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows)
-            chosen = pick(logp)
+            logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows, never)
+            chosen = pick(logp, active)
             chosen_logp, eos = logp[np.arange(len(active)), chosen], logp[:, EOS_ID]
         out_of_length = step >= limits[active]             # close the sentence: EOS, scored as EOS
         chosen = np.where(out_of_length, EOS_ID, chosen)
@@ -215,11 +221,23 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
             for i in range(batch)]
 
 
-def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None,
-            prefixes: list[Prefix | None] | None = None) -> list[Result]:
-    rng = np.random.default_rng(opts.seed)
+def row_draws(src_ids: np.ndarray, src_mask: np.ndarray, seed: int | None, copies: int = 1):
+    """`draws(rows)`: a uniform number for each of those rows. With a seed, each row has its own generator,
+    seeded by the seed, the row's source tokens and which of its sentence's `copies` it is, so a sentence's
+    samples do not depend on the batch it shares or its place in the input."""
+    if seed is None:
+        rng = np.random.default_rng()
+        return lambda rows: rng.random((len(rows), 1))
+    generators = [np.random.default_rng([seed, row % copies, *ids[mask.astype(bool)].tolist()])
+                  for row, (ids, mask) in enumerate(zip(src_ids, src_mask))]
+    return lambda rows: np.array([[generators[row].random()] for row in rows])
 
-    def pick(logp: np.ndarray) -> np.ndarray:
+
+def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None = None,
+            prefixes: list[Prefix | None] | None = None, copies: int = 1) -> list[Result]:
+    draws = row_draws(src_ids, src_mask, opts.seed, copies)
+
+    def pick(logp: np.ndarray, rows: np.ndarray) -> np.ndarray:
         logits = logp / max(opts.temperature, 1e-6)
         if 0 < opts.top_k < logits.shape[-1]:           # a K of the whole vocabulary or more keeps all
             kth = -np.partition(-logits, opts.top_k - 1, axis=-1)[:, opts.top_k - 1:opts.top_k]
@@ -236,7 +254,7 @@ def _sample(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
             probs = np.where(drop, 0.0, probs)
             probs /= probs.sum(axis=-1, keepdims=True)
         cumulative = probs.cumsum(axis=-1)
-        u = rng.random((probs.shape[0], 1)) * cumulative[:, -1:]
+        u = draws(rows) * cumulative[:, -1:]
         return np.minimum((cumulative < u).sum(axis=-1), probs.shape[1] - 1)
 
     return _greedy(backend, src_ids, src_mask, opts, pieces, prefixes, pick=pick)
@@ -260,6 +278,7 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
     endings close a sentence while its best hypothesis is still running). Its rows then leave the batch."""
     batch, k = src_ids.shape[0], opts.beam_size
     n_best = min(max(opts.num_hypotheses, 1), k)
+    never = pieces.never if pieces is not None else None
     limits = max_lengths(src_mask, opts, prefixes)
     state = backend.start(src_ids, src_mask)
     backend.select(state, np.repeat(np.arange(batch), k))           # k rows per sentence
@@ -275,7 +294,7 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
         so_far = [beam_tokens[s][b] for s in active for b in range(k)]   # each state row's tokens so far
         allows = prefixes and allowed_rows([prefixes[s] for s in active for _ in range(k)], so_far, pieces)
         ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts,
-                                           lambda: banned_tokens(so_far, opts, pieces), allows)
+                                           lambda: banned_tokens(so_far, opts, pieces), allows, never)
         # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
         cand_beams, cand_tokens, cand_scores = (c.tolist() for c in best_candidates(beam_scores, ids, logp, 2 * k))
 

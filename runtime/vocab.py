@@ -5,6 +5,8 @@ graphs always agree. A sentence is translated into language X by putting the tag
 front of the source tokens (the multilingual-NMT convention of Johnson et al., 2017).
 """
 
+from collections.abc import Sequence
+
 PAD_ID = 0
 UNK_ID = 1
 BOS_ID = 2
@@ -26,6 +28,16 @@ def tag_language(piece: str) -> str | None:
     if piece.startswith("<2") and piece.endswith(">") and len(piece) > 3:
         return piece[2:-1]
     return None
+
+
+def never_output(pieces: Sequence[str]) -> list[int]:
+    """Ids no translation may contain: padding, BOS, language tags, and the byte pieces of control
+    characters (a sampled "<0x0A>" would be a line break inside one translation)."""
+    def control_byte(piece: str) -> bool:
+        return len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">") and \
+            (int(piece[3:5], 16) < 0x20 or piece[3:5] == "7F")
+    return [i for i, piece in enumerate(pieces)
+            if i in (PAD_ID, BOS_ID) or tag_language(piece) or control_byte(piece)]
 
 
 def source_ids(pieces: list[int], tag_id: int, max_len: int) -> list[int]:

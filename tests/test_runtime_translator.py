@@ -260,6 +260,20 @@ def test_alignment_shape_and_rows(t):
     assert t.translate("Hallo")[0].alignment is None
 
 
+def test_a_seeded_sample_is_the_same_alone_in_a_batch_or_in_another_order(fixture_translator):
+    """Each sentence draws from its own generator (seed, its tokens): neither --batch-size nor its
+    neighbours change it. It used to be 1 of 4 the same on the shipped model."""
+    texts = [*GERMAN[:4], f"{GERMAN[1]} {GERMAN[2]}"]
+    options = dict(sampling=True, seed=11, temperature=4.0, num_hypotheses=2, from_lang="de")
+    together = [[h.text for h in tr.hypotheses] for tr in fixture_translator.translate(texts, **options)]
+    alone = [[h.text for h in fixture_translator.translate(text, **options)[0].hypotheses] for text in texts]
+    backwards = [[h.text for h in tr.hypotheses] for tr in fixture_translator.translate(texts[::-1], **options)]
+    assert together == alone == backwards[::-1]
+    assert together[4] == [f"{a} {b}" for a, b in zip(together[1], together[2])]   # sentence by sentence
+    other_seed = [[h.text for h in tr.hypotheses] for tr in fixture_translator.translate(texts, **{**options, "seed": 12})]
+    assert other_seed != together
+
+
 def test_translate_iter_takes_a_str_as_one_text(t):
     [tr] = t.translate_iter(GERMAN[0], beam_size=1)                      # like translate: not one per character
     assert tr.source == GERMAN[0] and tr.text == ENGLISH[0]

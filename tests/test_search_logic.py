@@ -529,16 +529,47 @@ def sample(model, sources, **options):
     return results
 
 
+def distinct_sources(n: int) -> list[list[int]]:
+    """n different sources of four words each (8 ** 4 of them)."""
+    return [[WORDS[(i >> 3 * place) & 7] for place in range(4)] for i in range(n)]
+
+
 def test_sampling_with_a_seed_is_reproducible_and_scores_the_samples():
     model = random_model(1, dense=True)
-    sources = [[A]] * 12 + [[B, C]] * 4
+    sources = [[A], [B, C], [A], [D]]
     a = sample(model, sources, seed=7, temperature=1.5)
     assert_same(sample(model, sources, seed=7, temperature=1.5), a)
-    assert [r.hypotheses[0].tokens for r in sample(model, sources, seed=8, temperature=1.5)] != \
-        [r.hypotheses[0].tokens for r in a]
-    assert len({tuple(r.hypotheses[0].tokens) for r in a[:12]}) > 1          # they are random
+    assert_same([a[0]], [a[2]])                    # a sentence's sample depends on it and the seed alone
+    by_seed = {tuple(sample(model, [[A]], seed=seed, temperature=1.5)[0].hypotheses[0].tokens) for seed in range(12)}
+    assert len(by_seed) > 1                                                  # they are random
     for src, result in zip(sources, a):       # the model's log-prob of the sample, not the tempered one's
         assert result.hypotheses[0].score == pytest.approx(log_prob(model, src, result.hypotheses[0].tokens), abs=1e-5)
+
+
+# Ids 0, 2 and 4-7 are never output: padding, BOS, a language tag, and three control characters' bytes.
+NEVER_PIECES = repetition.Pieces.of(["<pad>", "<unk>", "<s>", "</s>", "<2de>", "<0x0A>", "<0x09>", "<0x7F>",
+                                     "<0xC3>", "▁a", "b", "c"])
+JUNK_FIRST = lambda src, prefix: dist({0: .15, 2: .15, 4: .15, 5: .15, 6: .15, 7: .1, 8: .05, 9: .05, EOS: .05}  # noqa: E731
+                                      if len(prefix) < 3 else {EOS: 1.0})
+
+
+def test_the_ids_never_output_are_special_tags_and_control_bytes():
+    assert np.flatnonzero(NEVER_PIECES.never).tolist() == [0, 2, 4, 5, 6, 7]
+    assert np.flatnonzero(PIECES.never).tolist() == [0, 2]
+
+
+@BACKENDS
+@pytest.mark.parametrize("options", [dict(), dict(beam_size=2, num_hypotheses=2), dict(sampling=True, seed=1),
+                                     dict(sampling=True, seed=2, temperature=3.0, num_hypotheses=4)])
+def test_no_search_outputs_a_tag_or_a_control_character_however_likely(options, backend_cls):
+    """A sampled "<0x0A>" was a line break inside one translation (one input line, two output lines)."""
+    backend = backend_cls(JUNK_FIRST)
+    opts = greedy_unless(max_length_ratio=1.0, max_length_extra=3, no_repeat_loop=0, **options)
+    results = decode(backend, *pad_batch([[A], [B, C]]), opts, NEVER_PIECES)
+    for result in results:
+        assert result.hypotheses and all(set(h.tokens) <= {8, 9} for h in result.hypotheses)
+    written = decode(backend, *pad_batch([[A]]), opts, NEVER_PIECES, [Prefix((5, 8))])   # what the user wrote stays
+    assert all(h.tokens[:2] == [5, 8] and set(h.tokens[2:]) <= {8, 9} for h in written[0].hypotheses)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -561,7 +592,7 @@ def test_top_k_one_and_a_tiny_top_p_are_greedy(seed):
 ])
 def test_sampling_draws_from_the_tempered_filtered_distribution(options, expected):
     one_step = table({(): {A: .5, B: .3, C: .2}})
-    results = sample(one_step, [[A]] * 4000, seed=3, **options)
+    results = sample(one_step, distinct_sources(4000), seed=3, **options)
     counts = Counter(tuple(r.hypotheses[0].tokens) for r in results)
     assert set(counts) <= {(t,) for t in expected}
     for token, p in expected.items():
@@ -618,10 +649,13 @@ def test_sentences_that_end_at_the_first_step_leave_the_batch(beam_size):
 # Batches: select() and decode_all
 
 @pytest.mark.parametrize("options", [dict(), dict(beam_size=3, num_hypotheses=2, length_penalty=0.7),
-                                     dict(beam_size=2, num_hypotheses=2, no_repeat_ngram_size=2)])
+                                     dict(beam_size=2, num_hypotheses=2, no_repeat_ngram_size=2),
+                                     dict(sampling=True, seed=4, temperature=2.0),
+                                     dict(sampling=True, seed=4, num_hypotheses=3)])
 def test_decode_all_in_batches_equals_decoding_each_source_alone(options):
     """Seven sources of several lengths, each with its own table, decoded in length-sorted batches
-    whose rows end (and are dropped by select) at different steps, come back in input order."""
+    whose rows end (and are dropped by select) at different steps, come back in input order. A seeded
+    sample too: its draws are its own, whatever shares its batch."""
     model = random_model(3, dense=True)
     sources = [[A], [B, C, D, E], [C, C], [D], [E, F, G], [A], [H, A, B, C, D]]
     opts = greedy_unless(max_length_ratio=1.0, max_length_extra=2, **options)
@@ -630,18 +664,19 @@ def test_decode_all_in_batches_equals_decoding_each_source_alone(options):
     assert backend.starts > 1
     alone = [decode_all(TableBackend(model), [src], opts)[0] for src in sources]
     assert_same(together, alone)
-    if opts.beam_size == 1:
+    if opts.beam_size == 1 and not opts.sampling:
         for src, result in zip(sources, together):
             assert_hyps(result, [greedy_walk(model, src, opts)])
 
 
-def test_a_source_given_twice_is_decoded_once_unless_sampling():
+def test_a_source_given_twice_is_decoded_once_unless_sampling_without_a_seed():
     model = random_model(3, dense=True)
     sources = [[A, B], [C], [A, B], [A, B]]
-    backend = TableBackend(model)
-    results = decode_all(backend, sources, greedy_unless(beam_size=2, max_length_ratio=1.0, max_length_extra=2))
-    assert results[0] is results[2] is results[3] and results[1] is not results[0]
-    sampled = decode_all(TableBackend(model), sources, greedy_unless(sampling=True, seed=1, max_length_ratio=1.0,
+    for options in dict(beam_size=2), dict(sampling=True, seed=1):
+        results = decode_all(TableBackend(model), sources, greedy_unless(max_length_ratio=1.0, max_length_extra=2,
+                                                                          **options))
+        assert results[0] is results[2] is results[3] and results[1] is not results[0]
+    sampled = decode_all(TableBackend(model), sources, greedy_unless(sampling=True, max_length_ratio=1.0,
                                                                       max_length_extra=2))
     assert len({id(r) for r in sampled}) == 4
 
@@ -782,6 +817,7 @@ def test_greedy_forces_the_prefix_then_takes_the_argmax(seed, backend_cls):
         tokens = list(forced)
         while len(tokens) + 1 < stop:
             logp = log_softmax(model(tuple(src), tuple(tokens)))
+            logp[PIECES.never] = -np.inf                      # padding and BOS are never output
             if (best := int(np.argmax(logp))) == EOS:
                 break
             tokens.append(best)
@@ -843,9 +879,8 @@ def test_every_hypothesis_starts_with_its_prefix_in_any_search(options):
         assert result.hypotheses
     assert all(h.tokens[:2] == [G, G] and spelled(h.tokens[2:]).startswith("b") for h in results[0].hypotheses)
     assert all(spelled(h.tokens).startswith("▁ab") for h in results[1].hypotheses)
-    if not options.get("sampling"):      # a sample's draws depend on the batch
-        without, _ = run_with(model, [[D]], None, max_length_ratio=1.0, max_length_extra=3, **options)
-        assert_hyps(results[2], hyps(without[0]))
+    without, _ = run_with(model, [[D]], None, max_length_ratio=1.0, max_length_extra=3, **options)
+    assert_hyps(results[2], hyps(without[0]))
 
 
 def test_a_forced_token_is_never_banned():
