@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,9 @@ class Glossary:
     @classmethod
     def from_pairs(cls, source: str, target: str, pairs) -> Glossary:
         """A glossary from (term, translation) pairs in the languages `source` and `target`."""
-        entries = tuple((str(a).strip(), str(b).strip()) for a, b in pairs)
+        # composed (NFC), as the translator composes the text it searches
+        entries = tuple((unicodedata.normalize("NFC", str(a).strip()), unicodedata.normalize("NFC", str(b).strip()))
+                        for a, b in pairs)
         if not source or not target or source.lower() == target.lower():
             raise GlossaryError(f"a glossary needs two different languages, not {source!r} and {target!r}")
         for a, b in entries:

@@ -39,6 +39,13 @@ PLACEHOLDERS = ("Tom", "Peter", "Anna", "Thomas", "Daniel", "Martin", "Frank", "
                 "Emma", "Lisa", "Nina", "Otto", "Ben", "Max")
 
 
+# Punctuation read as an equivalent the vocabulary has, where it lacks the mark itself (as Moses'
+# normalize-punctuation does): mask() would take it out and put it back by word share, and a closing
+# quote or a dash landed mid-sentence ("des Lebens ” und"). The first equivalent the vocabulary has wins.
+EQUIVALENTS = {**dict.fromkeys("„“”‟«»″", ('"',)), **dict.fromkeys("‚‘’‛‹›′", ("'",)),
+               **dict.fromkeys("—―", ("–", "-")), **dict.fromkeys("‐‑‒–−", ("-",))}
+
+
 @dataclass
 class Span:
     original: str              # what goes back: the span as written, or a glossary term's translation
@@ -71,6 +78,16 @@ def vocabulary_lacks(tokenizer) -> Callable[[str], bool]:
             cache[char] = any(tokenizer.is_byte(i) or tokenizer.is_unknown(i) for i in ids)
         return cache[char]
     return lacks
+
+
+def equivalents(lacks: Callable[[str], bool]) -> dict[int, str]:
+    """A str.translate table (one character for one, so offsets hold): each mark of EQUIVALENTS that
+    the vocabulary lacks, to its first equivalent the vocabulary has."""
+    table = {}
+    for mark, options in EQUIVALENTS.items():
+        if lacks(mark) and (known := next((o for o in options if not lacks(o)), None)):
+            table[ord(mark)] = known
+    return table
 
 
 def unknown_runs(text: str, is_unknown: Callable[[str], bool]) -> list[tuple[int, int]]:

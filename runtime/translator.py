@@ -33,7 +33,7 @@ from .decode_options import DecodeOptions
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .language_id import LanguageWarning, SourceLanguage
 from .prefix import Prefix
-from .protect import Masked, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
+from .protect import Masked, equivalents, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
 from .repetition import Pieces
 from .search import Hypothesis as SearchHypothesis, beam_score
 from .sentences import split
@@ -175,7 +175,9 @@ def check_count(name: str, value, optional: bool = False, most: int | None = Non
 
 
 def clean(text: str) -> str:
-    """Control characters become spaces (tab and newline included); a BOM and lone surrogates go."""
+    """Control characters become spaces (tab and newline included); a BOM and lone surrogates go; letters
+    written with combining marks are composed (NFC). Decomposed, "ä" is "a" and a diaeresis the vocabulary
+    spells in bytes, which protect.mask took out and put back into the translation on its own."""
     if not text.isprintable():
         text = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text)
     text = text.replace("\ufeff", "")
@@ -183,7 +185,7 @@ def clean(text: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:          # lone surrogates (e.g. from surrogateescape'd input)
         text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
 # Line breaks other than "\n" (and "\r\n"), and tabs: an output line stays one input line, and in
@@ -412,6 +414,7 @@ class Translator:
         self.source_languages = sorted({a for a, _ in self.directions}) or list(config.language_tags)
         self.default_language = "en" if "en" in self.languages else self.languages[0]
         self._lacks = vocabulary_lacks(tokenizer)      # characters kept out of the model (protect.py)
+        self._readable = equivalents(self._lacks)       # punctuation it reads as another mark (protect.py)
         self._lexicon_path = lexicon_path              # read by `lexicon` on the first detection
 
     @functools.cached_property
@@ -574,7 +577,7 @@ class Translator:
                 lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
                 segments.append(_Segment(clean_space(lead), clean_space(trail), clean_space(sep)))
                 plain = clean(strip_ansi(core)).strip()
-                segments[-1].masked = mask(plain, self._lacks)
+                segments[-1].masked = mask(plain.translate(self._readable), self._lacks)
                 core = segments[-1].masked.text
                 if language_id.has_letters(plain) and not language_id.has_letters(core):
                     # words, but all in a script the model lacks (what is left: punctuation, numbers)
@@ -595,7 +598,7 @@ class Translator:
                         segments[-1].kept = plain
                         continue
                     if glossary and (terms := glossary.terms(language.language, to)):
-                        segments[-1].masked = mask(plain, self._lacks, terms=terms)
+                        segments[-1].masked = mask(plain.translate(self._readable), self._lacks, terms=terms)
                         core = segments[-1].masked.text
                     owners.append((i, len(segments) - 1))
                     cores.append(core)

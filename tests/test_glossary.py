@@ -55,6 +55,13 @@ def test_terms_are_whole_words_in_any_case_longest_first():
         ("Datei", "file"), ("DATEI", "file"), ("cloud sync server", "CSS"), ("Cloud Sync", "CloudSync"), ("C++", "C++")]
 
 
+def test_a_term_written_decomposed_matches_the_composed_text():
+    """The translator composes what it reads (NFC); a glossary written with combining marks must too."""
+    import unicodedata
+    g = Glossary.from_pairs("de", "en", [(unicodedata.normalize("NFD", "Schlüssel"), "key")])
+    assert g.terms("de", "en").find("Der Schlüssel") == [(4, 13, "key")]
+
+
 def test_one_glossary_serves_both_directions_and_no_other():
     g = Glossary.from_pairs("de", "en", [("Datei", "file"), ("Akte", "file")])
     assert g.terms("en", "de").find("the file") == [(4, 8, "Datei")]      # reversed: the first one given wins

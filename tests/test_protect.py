@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mtkit.runtime.protect import (Masked, mask, overlap_test, repair_numbers, strip_ansi, unknown_runs, unmask,
-                                   vocabulary_lacks)
+from mtkit.runtime.protect import (Masked, equivalents, mask, overlap_test, repair_numbers, strip_ansi, unknown_runs,
+                                   unmask, vocabulary_lacks)
 from mtkit.runtime.translator import CLAUSE_TOKENS, restore, split_long
 
 
@@ -117,6 +117,15 @@ class StandInTokenizer:
 def test_vocabulary_lacks():
     lacks_char = vocabulary_lacks(StandInTokenizer())
     assert lacks_char("🍕") and lacks_char("☃") and not lacks_char("ä") and not lacks_char("/")
+
+
+def test_punctuation_the_vocabulary_lacks_is_read_as_the_first_equivalent_it_has():
+    table = equivalents(lacks)                        # the stand-in has « » (Latin-1) but no curly quote or dash
+    assert "„Ja“ – «Nein» — ‚ok‘ −1".translate(table) == '"Ja" - «Nein» - \'ok\' -1'
+    has_en_dash = equivalents(lambda c: lacks(c) and c != "–")
+    assert "a—b–c".translate(has_en_dash) == "a–b–c"
+    assert all(len(v) == 1 for v in table.values())   # one character for one: mask()'s offsets hold
+    assert equivalents(lambda c: False) == {}         # a vocabulary with every mark reads them as written
 
 
 def test_long_sentences_are_cut_at_clause_boundaries():

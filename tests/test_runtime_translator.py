@@ -7,6 +7,7 @@ import shutil
 import tarfile
 import threading
 import time
+import unicodedata
 import warnings
 import zipfile
 from pathlib import Path
@@ -206,6 +207,26 @@ def test_other_line_breaks_and_tabs_between_sentences_become_spaces(t):
         assert tr.text == f"{ENGLISH[0]} {ENGLISH[1]}", repr(space)
     [tr] = t.translate(f"{GERMAN[0]}\r\n{GERMAN[1]}", beam_size=1)
     assert tr.text == f"{ENGLISH[0]}\r\n{ENGLISH[1]}"
+
+
+def test_letters_written_with_combining_marks_translate_as_composed_ones(t):
+    """Decomposed (NFD, as some web text is), "ü" is "u" and a diaeresis the vocabulary spells in bytes:
+    the diaeresis was taken out as an unknown symbol and put back alone into the translation."""
+    decomposed = unicodedata.normalize("NFD", GERMAN[2])
+    assert decomposed != GERMAN[2]
+    assert [tr.text for tr in t.translate([decomposed, GERMAN[2]], from_lang="de", beam_size=1)] == [ENGLISH[2]] * 2
+
+
+def test_quotes_and_dashes_the_vocabulary_lacks_are_read_as_ones_it_has(t):
+    """Masked, a closing quote or a dash went back by word share, mid-sentence; read as '"' or '-',
+    the model places it (or drops it) itself."""
+    lacked = [mark for mark in "»«”‘—" if t._lacks(mark)]
+    assert lacked, "the fixture vocabulary has every mark: this test tests nothing"
+    for mark in lacked:
+        [tr] = t.translate(f"{mark}{GERMAN[0]}{mark}", from_lang="de", beam_size=1)
+        assert mark not in tr.text, (mark, tr.text)
+    [kept] = t.translate(f"»{ENGLISH[0]}«", from_lang="auto")        # left as it is, it is left as written
+    assert kept.text == f"»{ENGLISH[0]}«"
 
 
 def test_a_script_the_model_lacks_comes_back_with_a_warning(t):
