@@ -582,8 +582,11 @@ class Translator:
                 if language_id.has_letters(plain) and not language_id.has_letters(core):
                     # words, but all in a script the model lacks (what is left: punctuation, numbers)
                     language = self.unknown_script(plain, from_lang)
+                    if any(known.warning and UNKNOWN_SCRIPT in known.warning for known in text_languages[i]):
+                        language = replace(language, warning=None)      # said once a text, not once a sentence
+                    else:
+                        warnings.warn(f"text {first + i}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
                     text_languages[i].append(language)
-                    warnings.warn(f"text {first + i}: {language.warning}", LanguageWarning, stacklevel=WARNING_LEVEL)
                     segments[-1].kept = plain
                 elif core:
                     language = self.source_language(plain, to, from_lang)    # detected on the text as written

@@ -238,9 +238,10 @@ def test_a_script_the_model_lacks_comes_back_with_a_warning(t):
         t.translate("日本語のテキストです。", from_lang="de")
     # Words in their order, with the punctuation and numbers the vocabulary has: still not for the model.
     for text in ("Привет мир", "Привет, как дела? Хорошо.", "Привет 2024!"):
-        with pytest.warns(LanguageWarning, match="none of its letters are in this model's vocabulary"):
+        with pytest.warns(LanguageWarning, match="none of its letters are in this model's vocabulary") as caught:
             [tr] = t.translate(text)
         assert tr.text == text and not tr.translated and tr.num_parts == 0
+        assert len(tr.warnings) == len(caught) == 1                   # once a text, however many sentences
 
 
 def test_sentence_splitter():
