@@ -2,8 +2,9 @@
 
 `mask` replaces URLs, e-mail addresses and `inline code` with placeholders, and takes out runs of
 characters the vocabulary lacks (emoji, symbols, other scripts: the model would hallucinate on
-their byte pieces; not "°", "€" and the like, which it learned in bytes); `unmask` puts them all back into the translation. Numbers stay in the source
-(the model reads "am 3. Mai" better than a placeholder) and `repair_numbers` fixes them after.
+their byte pieces; not "°" or "€", which it learned in bytes); `unmask` puts them all back into the
+translation. Quotes and dashes it lacks are read as ones it has (`equivalents`). Numbers stay in the
+source (the model reads "am 3. Mai" better than a placeholder) and `repair_numbers` fixes them after.
 ANSI escape sequences are removed with their payload first (`strip_ansi`): "\\x1b[31m" leaves
 nothing, not "[31m".
 
