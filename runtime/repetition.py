@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .byte_pieces import byte_value
 from .decode_options import DecodeOptions
 from .vocab import never_output
 
@@ -42,6 +43,26 @@ class Pieces:
         mask = np.zeros(len(self.by_id), dtype=bool)
         mask[never_output(self.by_id)] = True
         return mask
+
+    @functools.cached_property
+    def byte_values(self) -> np.ndarray:
+        """[V] int16: the byte each byte piece stands for, -1 for the other pieces (byte_pieces.py)."""
+        return np.array([-1 if (b := byte_value(p)) is None else b for p in self.by_id], dtype=np.int16)
+
+    @functools.cached_property
+    def byte_ids(self) -> np.ndarray:
+        """[256]: the id of each byte's piece, -1 where the vocabulary has none."""
+        ids = np.full(256, -1, dtype=np.int64)
+        found = np.flatnonzero(self.byte_values >= 0)
+        ids[self.byte_values[found]] = found
+        return ids
+
+    @functools.cached_property
+    def leads(self) -> dict[int, list[int]]:
+        """{length: the ids of the byte pieces that start a character of that many bytes}."""
+        values = self.byte_values
+        return {n: np.flatnonzero((values >= low) & (values < high)).tolist()
+                for n, low, high in ((2, 0xC2, 0xE0), (3, 0xE0, 0xF0), (4, 0xF0, 0xF5))}
 
     @functools.cached_property
     def in_text_order(self) -> list[tuple[str, int]]:

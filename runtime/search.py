@@ -12,6 +12,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from .byte_pieces import open_rows, unfinishable
 from .decode_options import DecodeOptions
 from .prefix import Prefix, allowed_rows
 from .repetition import Pieces, banned_tokens
@@ -124,6 +125,28 @@ def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, bans,
     return logp, attn
 
 
+def banned(histories: list[list[int]], remaining: np.ndarray, opts: DecodeOptions,
+           pieces: Pieces | None) -> dict[int, list[int]]:
+    """{row: ids it may not take next}: repeats (repetition.py), and lead bytes of characters that would
+    not end before the row's length limit (byte_pieces.py; `remaining`: each row's steps left)."""
+    bans = banned_tokens(histories, opts, pieces)
+    if pieces is not None:
+        for row, leads in unfinishable(remaining, pieces).items():
+            bans.setdefault(row, []).extend(leads)
+    return bans
+
+
+def only_allowed(prefixes: list[Prefix | None] | None, last: np.ndarray, histories: list[list[int]],
+                 pieces: Pieces | None) -> dict[int, list[int]]:
+    """{row: the only ids it may take next}: a started character's continuation bytes (byte_pieces.py),
+    and inside a prefix the tokens that spell it (prefix.py; what the user wrote wins). `last`: each
+    row's newest token."""
+    allows = open_rows(last, histories, pieces) if pieces is not None else {}
+    if prefixes:
+        allows.update(allowed_rows(prefixes, histories, pieces))
+    return allows
+
+
 def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
                     width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The `width` best continuations of each sentence, best first, ties broken by (beam, token):
@@ -190,8 +213,8 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
     while active.size:
         step += 1
         so_far = [histories[i] for i in active]        # each state row's tokens so far
-        bans = lambda: banned_tokens(so_far, opts, pieces)   # noqa: E731
-        allows = prefixes and allowed_rows([prefixes[i] for i in active], so_far, pieces)
+        bans = lambda: banned(so_far, limits[active] - step, opts, pieces)   # noqa: E731
+        allows = only_allowed(prefixes and [prefixes[i] for i in active], tokens, so_far, pieces)
         if pick is None:
             ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans, allows, never)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
@@ -292,9 +315,10 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
     while active.size:
         step += 1
         so_far = [beam_tokens[s][b] for s in active for b in range(k)]   # each state row's tokens so far
-        allows = prefixes and allowed_rows([prefixes[s] for s in active for _ in range(k)], so_far, pieces)
+        allows = only_allowed(prefixes and [prefixes[s] for s in active for _ in range(k)], tokens, so_far, pieces)
+        remaining = np.repeat(limits[active], k) - step
         ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts,
-                                           lambda: banned_tokens(so_far, opts, pieces), allows, never)
+                                           lambda: banned(so_far, remaining, opts, pieces), allows, never)
         # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
         cand_beams, cand_tokens, cand_scores = (c.tolist() for c in best_candidates(beam_scores, ids, logp, 2 * k))
 

@@ -7,6 +7,8 @@ front of the source tokens (the multilingual-NMT convention of Johnson et al., 2
 
 from collections.abc import Sequence
 
+from .byte_pieces import byte_value, never_starts
+
 PAD_ID = 0
 UNK_ID = 1
 BOS_ID = 2
@@ -31,13 +33,16 @@ def tag_language(piece: str) -> str | None:
 
 
 def never_output(pieces: Sequence[str]) -> list[int]:
-    """Ids no translation may contain: padding, BOS, language tags, and the byte pieces of control
-    characters (a sampled "<0x0A>" would be a line break inside one translation)."""
-    def control_byte(piece: str) -> bool:
-        return len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">") and \
-            (int(piece[3:5], 16) < 0x20 or piece[3:5] == "7F")
-    return [i for i, piece in enumerate(pieces)
-            if i in (PAD_ID, BOS_ID) or tag_language(piece) or control_byte(piece)]
+    """Ids no translation may contain: padding, BOS, language tags, the byte pieces of control
+    characters (a sampled "<0x0A>" would be a line break inside one translation), and bytes no
+    character starts with (a search allows continuation bytes where a character needs them:
+    byte_pieces.open_rows)."""
+    def never(i: int, piece: str) -> bool:
+        if i in (PAD_ID, BOS_ID) or tag_language(piece):
+            return True
+        byte = byte_value(piece)
+        return byte is not None and (byte < 0x20 or byte == 0x7F or never_starts(byte))
+    return [i for i, piece in enumerate(pieces) if never(i, piece)]
 
 
 def source_ids(pieces: list[int], tag_id: int, max_len: int) -> list[int]:

@@ -296,6 +296,16 @@ def test_a_seeded_sample_is_the_same_alone_in_a_batch_or_in_another_order(fixtur
     assert other_seed != together
 
 
+def test_samples_are_well_formed_text_on_one_line(fixture_translator):
+    """Hot samples of the whole distribution draw byte pieces: once, 432 of these 512 had a broken
+    character (U+FFFD) and 191 a control character (a line break among them)."""
+    out = fixture_translator.translate(GERMAN[:32], from_lang="de", sampling=True, seed=1, temperature=5.0,
+                                       num_hypotheses=16)
+    samples = [h.text for tr in out for h in tr.hypotheses]
+    assert len(samples) == 512
+    assert not [s for s in samples if "\ufffd" in s or any(unicodedata.category(c) == "Cc" for c in s)]
+
+
 def test_translate_iter_takes_a_str_as_one_text(t):
     [tr] = t.translate_iter(GERMAN[0], beam_size=1)                      # like translate: not one per character
     assert tr.source == GERMAN[0] and tr.text == ENGLISH[0]

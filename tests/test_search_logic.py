@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from mtkit.runtime import repetition, search
+from mtkit.runtime.byte_pieces import next_bytes
 from mtkit.runtime.batching import decode_all, length_batches, pad_batch
 from mtkit.runtime.prefix import Prefix, spelling_out
 from mtkit.runtime.search import DecodeOptions, decode
@@ -548,13 +549,20 @@ def test_sampling_with_a_seed_is_reproducible_and_scores_the_samples():
 
 # Ids 0, 2 and 4-7 are never output: padding, BOS, a language tag, and three control characters' bytes.
 NEVER_PIECES = repetition.Pieces.of(["<pad>", "<unk>", "<s>", "</s>", "<2de>", "<0x0A>", "<0x09>", "<0x7F>",
-                                     "<0xC3>", "▁a", "b", "c"])
+                                     "<0x41>", "▁a", "b", "c"])
 JUNK_FIRST = lambda src, prefix: dist({0: .15, 2: .15, 4: .15, 5: .15, 6: .15, 7: .1, 8: .05, 9: .05, EOS: .05}  # noqa: E731
                                       if len(prefix) < 3 else {EOS: 1.0})
 
 
+def run_with_pieces(model, sources, pieces, backend_cls=TableBackend, **options):
+    backend = backend_cls(model)
+    opts = greedy_unless(max_length_ratio=1.0, max_length_extra=8, no_repeat_loop=0, **options)
+    return decode(backend, *pad_batch(sources), opts, pieces), backend
+
+
 def test_the_ids_never_output_are_special_tags_and_control_bytes():
     assert np.flatnonzero(NEVER_PIECES.never).tolist() == [0, 2, 4, 5, 6, 7]
+    assert np.flatnonzero(UTF8_PIECES.never).tolist() == [0, 2, 5, 6, 7, 9]     # and bytes no character starts with
     assert np.flatnonzero(PIECES.never).tolist() == [0, 2]
 
 
@@ -570,6 +578,60 @@ def test_no_search_outputs_a_tag_or_a_control_character_however_likely(options, 
         assert result.hypotheses and all(set(h.tokens) <= {8, 9} for h in result.hypotheses)
     written = decode(backend, *pad_batch([[A]]), opts, NEVER_PIECES, [Prefix((5, 8))])   # what the user wrote stays
     assert all(h.tokens[:2] == [5, 8] and set(h.tokens[2:]) <= {8, 9} for h in written[0].hypotheses)
+
+
+# Byte pieces: 4 and 8 start a character of 2 and 3 bytes, 5, 6 and 9 continue one, 7 (0xFF) is never UTF-8.
+UTF8_PIECES = repetition.Pieces.of(["<pad>", "<unk>", "<s>", "</s>", "<0xC3>", "<0xA4>", "<0xBC>", "<0xFF>",
+                                    "<0xE2>", "<0x82>", "▁a", "b"])
+# The likeliest token is always a wrong one: a stray continuation byte, an invalid byte, or EOS (or a
+# word) inside a character.
+BYTE_SOUP = table({(): {6: .4, 7: .2, 4: .25, 10: .1, EOS: .05}, (4,): {EOS: .5, 10: .3, 6: .15, 5: .05},
+                   (4, 6): {8: .6, EOS: .4}, (4, 6, 8): {EOS: .7, 9: .2, 5: .1}, (4, 6, 8, 9): {EOS: .6, 5: .3, 11: .1}})
+
+
+# Leads whose second byte is narrower: F4 (80-8F), E0 (A0-BF), ED (80-9F).
+NARROW_PIECES = repetition.Pieces.of(["<pad>", "<unk>", "<s>", "</s>", "<0xF4>", "<0x80>", "<0x90>", "<0xBF>",
+                                      "<0xE0>", "<0xA0>", "<0xED>", "b"])
+
+
+def as_text(tokens: list[int], pieces=UTF8_PIECES) -> str:
+    """The hypothesis as text, its byte pieces strictly UTF-8 (a UnicodeDecodeError if not)."""
+    out = b"".join(bytes([v]) if (v := int(pieces.byte_values[t])) >= 0 else pieces.by_id[t].encode()
+                   for t in tokens)
+    return out.decode("utf-8")
+
+
+def test_the_bytes_a_started_character_may_take_next():
+    values = UTF8_PIECES.byte_values
+    cont = range(0x80, 0xC0)
+    assert [next_bytes(h, values) for h in ([], [10], [4], [4, 6], [8], [8, 9], [8, 9, 5], [10, 8, 9])] == \
+        [None, None, cont, None, cont, cont, None, cont]
+    values = np.array([0xE0, 0xED, 0xF0, 0xF4, 0xF1, 0x90, 0x41, -1, 0xC2])
+    assert [next_bytes(h, values) for h in ([0], [1], [2], [3], [4], [2, 5], [6], [7], [8])] == \
+        [range(0xA0, 0xC0), range(0x80, 0xA0), range(0x90, 0xC0), range(0x80, 0x90), cont, cont, None, None,
+         range(0xA0, 0xC0)]                                  # C2 80-9F are the C1 control characters
+
+
+@BACKENDS
+def test_greedy_completes_every_character_it_starts_and_starts_none_midway(backend_cls):
+    [result], _ = run_with_pieces(BYTE_SOUP, [[A]], UTF8_PIECES, backend_cls)
+    assert_hyps(result, [([4, 6, 8, 9, 5], LOG(.25) + LOG(.15) + LOG(.6) + LOG(.2) + LOG(.3) + LOG(1.0))])
+    assert as_text(result.hypotheses[0].tokens) == "ü₤"
+
+
+@BACKENDS
+@pytest.mark.parametrize("pieces", [UTF8_PIECES, NARROW_PIECES], ids=["bytes", "narrow"])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("options", [dict(), dict(beam_size=3, num_hypotheses=3),
+                                     dict(sampling=True, seed=3, temperature=3.0, num_hypotheses=16)])
+def test_every_hypothesis_is_well_formed_utf8(options, seed, pieces, backend_cls):
+    """Random logits over mostly byte pieces: unconstrained, most hypotheses would break a character."""
+    results, _ = run_with_pieces(random_model(seed, dense=True), [[A], [B, C], [D]], pieces, backend_cls, **options)
+    for result in results:
+        assert result.hypotheses
+        for h in result.hypotheses:
+            assert np.isfinite(h.score)
+            as_text(h.tokens, pieces)                         # raises on a broken character
 
 
 @pytest.mark.parametrize("seed", range(4))

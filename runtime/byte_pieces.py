@@ -1,0 +1,73 @@
+"""Byte pieces: SentencePiece's byte fallback spells a character the vocabulary lacks as its UTF-8
+bytes, one piece each ("<0xE2>", "<0x82>", "<0xAC>" for "€"). A search keeps them well-formed: no
+character starts with a continuation byte, a started one gets all of its continuation bytes before
+anything else, and none starts that could not end before the hypothesis's length limit. Otherwise a
+sample (or, rarely, a beam) decodes to U+FFFD: 99 of 4,096 samples of newstest2013 at temperature 1
+had one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+CONTINUATION = range(0x80, 0xC0)
+# The second byte after the leads that narrow it (no C1 control characters, overlong forms or
+# surrogates, nothing past U+10FFFF); after any other lead, and for every later byte, CONTINUATION.
+SECOND = {0xC2: range(0xA0, 0xC0), 0xE0: range(0xA0, 0xC0), 0xED: range(0x80, 0xA0), 0xF0: range(0x90, 0xC0),
+          0xF4: range(0x80, 0x90)}
+
+
+def byte_value(piece: str) -> int | None:
+    """The byte a byte piece stands for ("<0xC3>" -> 0xC3), or None for any other piece."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        try:
+            return int(piece[3:5], 16)
+        except ValueError:
+            return None
+    return None
+
+
+def never_starts(byte: int) -> bool:
+    """A byte no character starts with: a continuation byte, or one UTF-8 never uses (C0, C1, F5-FF).
+    Control characters' bytes are left to vocab.never_output."""
+    return byte in CONTINUATION or byte in (0xC0, 0xC1) or byte >= 0xF5
+
+
+def character_length(lead: int) -> int:
+    """How many bytes the character that `lead` starts has."""
+    return 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+
+
+def next_bytes(history: list[int], values: np.ndarray) -> range | None:
+    """The bytes the last character of `history` (token ids) may take next, or None when no character
+    is open. `values`: each id's byte, -1 for pieces that are not bytes."""
+    seen = 0
+    for token in reversed(history[-4:]):
+        byte = int(values[token])
+        if byte < 0x80:                  # not a byte piece, or an ASCII one: nothing open
+            return None
+        if byte in CONTINUATION:
+            seen += 1
+            continue
+        if seen >= character_length(byte) - 1:
+            return None
+        return SECOND.get(byte, CONTINUATION) if seen == 0 else CONTINUATION
+    return None
+
+
+def open_rows(last: np.ndarray, histories: list[list[int]], pieces) -> dict[int, list[int]]:
+    """{row: the byte pieces it may take next} for the rows inside a character; `last` is each row's
+    newest token (one gather finds the few rows that need a look at their history)."""
+    values, ids = pieces.byte_values, pieces.byte_ids
+    allows = {}
+    for row in np.flatnonzero(values[last] >= 0x80) if len(last) else ():
+        if (allowed := next_bytes(histories[row], values)) is not None:
+            allows[int(row)] = [int(i) for i in ids[allowed.start:allowed.stop] if i >= 0]
+    return allows
+
+
+def unfinishable(remaining: np.ndarray, pieces) -> dict[int, list[int]]:
+    """{row: the lead bytes whose character would not end before the row's length limit}; `remaining`
+    is each row's steps left, this one included."""
+    return {int(row): [i for n, ids in pieces.leads.items() if n > remaining[row] for i in ids]
+            for row in np.flatnonzero(remaining < 4)}
