@@ -8,6 +8,7 @@ run this same search, their outputs can be compared token for token.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -80,71 +81,81 @@ def top_tokens(logp: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     return ids, np.take_along_axis(logp, ids, axis=1)
 
 
-def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, bans, allows=None,
-                never: np.ndarray | None = None):
+@dataclass
+class StepRules:
+    """What the rows of one decoding step may take next.
+
+    `bans()`: {row: ids} it may not (repeats, repetition.py; lead bytes of characters that would not
+    end before its length limit, byte_pieces.unfinishable). `allows`: {row: the only ids} inside a
+    prefix (prefix.py): the whole distribution is needed there, and what the user wrote is never
+    banned. `inside`: {row: the bytes} that may continue a started character (byte_pieces.open_rows).
+    `never` [V]: the ids no row may take (Pieces.never)."""
+    bans: Callable[[], dict[int, list[int]]]
+    allows: dict[int, list[int]] = field(default_factory=dict)
+    inside: dict[int, list[int]] = field(default_factory=dict)
+    never: np.ndarray | None = None
+
+    @classmethod
+    def at(cls, histories: list[list[int]], last: np.ndarray, remaining: np.ndarray, opts: DecodeOptions,
+           pieces: Pieces | None, prefixes: list[Prefix | None] | None = None) -> StepRules:
+        """The rules for rows with these `histories`, newest tokens (`last`) and steps left (`remaining`,
+        this one included). Bans are worked out only if the step asks for them."""
+        def bans() -> dict[int, list[int]]:
+            banned = banned_tokens(histories, opts, pieces)
+            if pieces is not None:
+                for row, leads in unfinishable(remaining, pieces).items():
+                    banned.setdefault(row, []).extend(leads)
+            return banned
+        if pieces is None:
+            return cls(bans, allowed_rows(prefixes, histories, pieces) if prefixes else {})
+        return cls(bans, allowed_rows(prefixes, histories, pieces) if prefixes else {},
+                   open_rows(last, histories, pieces), pieces.never)
+
+
+def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, rules: StepRules):
     """One decoder step, reduced to what a search keeps: each row's `width` best token ids [N,w], their
     log-probs, EOS's log-prob [N] and the cross-attention (or None).
 
     The backend's search head ranks the vocabulary inside the graph when it has a wide enough one and
-    nothing needs the whole distribution; banned tokens are then dropped from its candidates, which is
-    exact unless a row loses so many that fewer than `width` are left. `bans()` gives each row's
-    banned tokens ({row: ids}, repetition.banned_tokens); `allows` the only tokens a row inside its
-    prefix may take ({row: ids}, prefix.allowed_rows); `never` [V] marks the ids no row may take (Pieces.never).
+    nothing needs the whole distribution; tokens the rules rule out are then dropped from its
+    candidates, which is exact unless a row loses so many that fewer than `width` are left. A row
+    inside a character keeps only the bytes that continue it, if the head ranks one (as a trained model
+    does after a lead byte); else it keeps its candidates, rather than all of them dropped.
     """
-    if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment and not allows:
+    if width <= getattr(backend, "search_head_k", 0) and not opts.return_alignment and not rules.allows:
         logp, ids, eos = backend.step_top(state, tokens)
-        drop = never[ids] if never is not None else np.zeros(ids.shape, dtype=bool)
-        for row, banned in bans().items():
+        drop = rules.never[ids] if rules.never is not None else np.zeros(ids.shape, dtype=bool)
+        for row, banned in rules.bans().items():
             drop[row] |= np.isin(ids[row], banned)
+        for row, allowed in rules.inside.items():
+            if (continues := np.isin(ids[row], allowed)).any():
+                drop[row] = ~continues
         if drop.any():
             logp = np.where(drop, -np.inf, logp)
             order = np.argsort(-logp, axis=1, kind="stable")      # the survivors first, still best first
             logp, ids = np.take_along_axis(logp, order, axis=1), np.take_along_axis(ids, order, axis=1)
         return ids[:, :width], logp[:, :width], eos, None
-    logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows, never)
+    logp, attn = step_logprobs(backend, state, tokens, opts, rules)
     ids, top_logp = top_tokens(logp, width)
     return ids, top_logp, logp[:, EOS_ID], attn
 
 
-def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, bans, allows=None,
-                  never: np.ndarray | None = None):
-    """One decoder step's full log-probabilities [N,V], banned tokens at -inf, and the cross-attention.
-    A row inside its prefix keeps only the tokens `allows` gives it: what the user wrote is not banned."""
+def step_logprobs(backend, state, tokens: np.ndarray, opts: DecodeOptions, rules: StepRules):
+    """One decoder step's full log-probabilities [N,V], what the rules rule out at -inf, and the
+    cross-attention."""
     logits, attn = backend.step(state, tokens, need_attention=opts.return_alignment)
     logp = log_softmax(logits)
-    allows = allows or {}
-    kept = {row: logp[row, allowed] for row, allowed in allows.items()}
-    if never is not None:
-        logp[:, never] = -np.inf
-    for row, banned in bans().items():
-        if row not in allows:
+    only = {**rules.inside, **rules.allows}                  # a prefix's tokens win: the user wrote them
+    kept = {row: logp[row, allowed] for row, allowed in only.items()}
+    if rules.never is not None:
+        logp[:, rules.never] = -np.inf
+    for row, banned in rules.bans().items():
+        if row not in rules.allows:
             logp[row, banned] = -np.inf
-    for row, allowed in allows.items():
+    for row, allowed in only.items():
         logp[row] = -np.inf
         logp[row, allowed] = kept[row]
     return logp, attn
-
-
-def banned(histories: list[list[int]], remaining: np.ndarray, opts: DecodeOptions,
-           pieces: Pieces | None) -> dict[int, list[int]]:
-    """{row: ids it may not take next}: repeats (repetition.py), and lead bytes of characters that would
-    not end before the row's length limit (byte_pieces.py; `remaining`: each row's steps left)."""
-    bans = banned_tokens(histories, opts, pieces)
-    if pieces is not None:
-        for row, leads in unfinishable(remaining, pieces).items():
-            bans.setdefault(row, []).extend(leads)
-    return bans
-
-
-def only_allowed(prefixes: list[Prefix | None] | None, last: np.ndarray, histories: list[list[int]],
-                 pieces: Pieces | None) -> dict[int, list[int]]:
-    """{row: the only ids it may take next}: a started character's continuation bytes (byte_pieces.py),
-    and inside a prefix the tokens that spell it (prefix.py; what the user wrote wins). `last`: each
-    row's newest token."""
-    allows = open_rows(last, histories, pieces) if pieces is not None else {}
-    if prefixes:
-        allows.update(allowed_rows(prefixes, histories, pieces))
-    return allows
 
 
 def best_candidates(beam_scores: np.ndarray, ids: np.ndarray, logp: np.ndarray,
@@ -201,7 +212,6 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
     """Greedy search (or sampling, with `pick`). Finished rows leave the batch so that no step is
     spent on them."""
     batch = src_ids.shape[0]
-    never = pieces.never if pieces is not None else None
     limits = max_lengths(src_mask, opts, prefixes)
     state = backend.start(src_ids, src_mask)
     active = np.arange(batch)                      # original sentence index of each state row
@@ -213,13 +223,13 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
     while active.size:
         step += 1
         so_far = [histories[i] for i in active]        # each state row's tokens so far
-        bans = lambda: banned(so_far, limits[active] - step, opts, pieces)   # noqa: E731
-        allows = only_allowed(prefixes and [prefixes[i] for i in active], tokens, so_far, pieces)
+        rules = StepRules.at(so_far, tokens, limits[active] - step, opts, pieces,
+                             prefixes and [prefixes[i] for i in active])
         if pick is None:
-            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, bans, allows, never)
+            ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, rules)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
         else:
-            logp, attn = step_logprobs(backend, state, tokens, opts, bans, allows, never)
+            logp, attn = step_logprobs(backend, state, tokens, opts, rules)
             chosen = pick(logp, active)
             chosen_logp, eos = logp[np.arange(len(active)), chosen], logp[:, EOS_ID]
         out_of_length = step >= limits[active]             # close the sentence: EOS, scored as EOS
@@ -301,7 +311,6 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
     endings close a sentence while its best hypothesis is still running). Its rows then leave the batch."""
     batch, k = src_ids.shape[0], opts.beam_size
     n_best = min(max(opts.num_hypotheses, 1), k)
-    never = pieces.never if pieces is not None else None
     limits = max_lengths(src_mask, opts, prefixes)
     state = backend.start(src_ids, src_mask)
     backend.select(state, np.repeat(np.arange(batch), k))           # k rows per sentence
@@ -315,10 +324,9 @@ def _beam(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | None
     while active.size:
         step += 1
         so_far = [beam_tokens[s][b] for s in active for b in range(k)]   # each state row's tokens so far
-        allows = only_allowed(prefixes and [prefixes[s] for s in active for _ in range(k)], tokens, so_far, pieces)
-        remaining = np.repeat(limits[active], k) - step
-        ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts,
-                                           lambda: banned(so_far, remaining, opts, pieces), allows, never)
+        rules = StepRules.at(so_far, tokens, np.repeat(limits[active], k) - step, opts, pieces,
+                             prefixes and [prefixes[s] for s in active for _ in range(k)])
+        ids, logp, eos, attn = next_tokens(backend, state, tokens, 2 * k, opts, rules)
         # The best 2k candidates per sentence (k may end with EOS), as Python lists for the loop below.
         cand_beams, cand_tokens, cand_scores = (c.tolist() for c in best_candidates(beam_scores, ids, logp, 2 * k))
 

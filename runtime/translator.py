@@ -740,7 +740,7 @@ class Translator:
                 chosen[p] = hyps[min(rank, len(hyps) - 1)]
             out, tokens = [], []
             for seg in segments:
-                words = [self.tokenizer.decode(chosen[p].tokens).strip() for p in seg.parts]
+                words = [self.model_text(chosen[p].tokens) for p in seg.parts]
                 body = " ".join(w for w in words if w)
                 if seg.prefix:
                     body = restore_after(seg.prefix, seg.written, body, seg.masked)
@@ -771,6 +771,12 @@ class Translator:
         return Translation(best.text, best.tokens, best.score, hypotheses, alignment, source=text,
                            num_tokens=len(best.tokens), num_source_tokens=n_source, num_parts=len(parts),
                            warnings=list(text_warnings))
+
+    def model_text(self, ids: list[int]) -> str:
+        """The text of the model's token ids. A character whose bytes the search left unfinished (only
+        where its search head ranked no byte to continue it: byte_pieces.py) is dropped, not shown as
+        U+FFFD. None is lost: SentencePiece's normalisation drops a U+FFFD from the source."""
+        return self.tokenizer.decode(ids).replace("\ufffd", "").strip()
 
     def _alignment(self, parts: list[int], sources, hyps: list[SearchHypothesis]) -> Alignment:
         piece = self.tokenizer.id_to_piece

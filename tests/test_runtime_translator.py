@@ -306,6 +306,12 @@ def test_samples_are_well_formed_text_on_one_line(fixture_translator):
     assert not [s for s in samples if "\ufffd" in s or any(unicodedata.category(c) == "Cc" for c in s)]
 
 
+def test_a_character_left_unfinished_is_dropped_not_shown_as_a_replacement_character(t):
+    lead = t.tokenizer.piece_to_id("<0xE2>")
+    words = t.tokenizer.encode("Tom")
+    assert t.model_text([*words, lead]) == t.model_text(words) == "Tom"
+
+
 def test_translate_iter_takes_a_str_as_one_text(t):
     [tr] = t.translate_iter(GERMAN[0], beam_size=1)                      # like translate: not one per character
     assert tr.source == GERMAN[0] and tr.text == ENGLISH[0]

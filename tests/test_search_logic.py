@@ -619,19 +619,45 @@ def test_greedy_completes_every_character_it_starts_and_starts_none_midway(backe
     assert as_text(result.hypotheses[0].tokens) == "ü₤"
 
 
-@BACKENDS
+def completing(model, pieces):
+    """`model`, with the bytes that continue a started character made likely, as a trained model has them."""
+    def completing_model(src, prefix):
+        logits = model(src, prefix).copy()
+        if (allowed := next_bytes(list(prefix), pieces.byte_values)) is not None:
+            logits[[i for i in pieces.byte_ids[allowed.start:allowed.stop] if i >= 0]] += 6.0
+        return logits
+    return completing_model
+
+
+@pytest.mark.parametrize("backend_cls, trained", [(TableBackend, False), (HeadBackend, True)],
+                         ids=["whole-distribution", "search-head"])
 @pytest.mark.parametrize("pieces", [UTF8_PIECES, NARROW_PIECES], ids=["bytes", "narrow"])
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("options", [dict(), dict(beam_size=3, num_hypotheses=3),
                                      dict(sampling=True, seed=3, temperature=3.0, num_hypotheses=16)])
-def test_every_hypothesis_is_well_formed_utf8(options, seed, pieces, backend_cls):
-    """Random logits over mostly byte pieces: unconstrained, most hypotheses would break a character."""
-    results, _ = run_with_pieces(random_model(seed, dense=True), [[A], [B, C], [D]], pieces, backend_cls, **options)
+def test_every_hypothesis_is_well_formed_utf8(options, seed, pieces, backend_cls, trained):
+    """Random logits over mostly byte pieces: unconstrained, most hypotheses would break a character.
+    With the whole distribution any model is held to UTF-8; the search head needs one that ranks a
+    continuing byte among its K after a lead byte, as trained models do (next test)."""
+    model = completing(random_model(seed, dense=True), pieces) if trained else random_model(seed, dense=True)
+    results, _ = run_with_pieces(model, [[A], [B, C], [D]], pieces, backend_cls, **options)
     for result in results:
         assert result.hypotheses
         for h in result.hypotheses:
             assert np.isfinite(h.score)
             as_text(h.tokens, pieces)                         # raises on a broken character
+
+
+def test_where_the_search_head_ranks_no_continuing_byte_the_row_keeps_its_candidates():
+    """After "<0xC3>" a continuation byte must follow; the head's 8 best are all else. Dropping them all
+    would leave the row nothing; it takes its best, and the translator drops the broken character
+    (Translator.model_text)."""
+    model = table({(): {4: .9, EOS: .1}, (4,): {EOS: .25, 10: .2, 11: .15, 1: .1, 7: .1, 8: .08, 0: .05, 2: .04,
+                                                 5: .02, 6: .01}})
+    [head], _ = run_with_pieces(model, [[A]], UTF8_PIECES, HeadBackend)
+    [whole], _ = run_with_pieces(model, [[A]], UTF8_PIECES, TableBackend)
+    assert head.hypotheses[0].tokens == [4]                  # EOS, its best, with the C3 left open
+    assert whole.hypotheses[0].tokens == [4, 5]              # the whole distribution has 0xA4 to finish it
 
 
 @pytest.mark.parametrize("seed", range(4))
