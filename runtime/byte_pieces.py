@@ -60,7 +60,7 @@ def open_rows(last: np.ndarray, histories: list[list[int]], pieces) -> dict[int,
     newest token (one gather finds the few rows that need a look at their history)."""
     values, ids = pieces.byte_values, pieces.byte_ids
     allows = {}
-    for row in np.flatnonzero(values[last] >= 0x80) if len(last) else ():
+    for row in np.flatnonzero(pieces.high_bytes[last]):
         if (allowed := next_bytes(histories[row], values)) is not None:
             allows[int(row)] = [int(i) for i in ids[allowed.start:allowed.stop] if i >= 0]
     return allows
@@ -69,5 +69,6 @@ def open_rows(last: np.ndarray, histories: list[list[int]], pieces) -> dict[int,
 def unfinishable(remaining: np.ndarray, pieces) -> dict[int, list[int]]:
     """{row: the lead bytes whose character would not end before the row's length limit}; `remaining`
     is each row's steps left, this one included."""
-    return {int(row): [i for n, ids in pieces.leads.items() if n > remaining[row] for i in ids]
-            for row in np.flatnonzero(remaining < 4)}
+    if not len(remaining) or remaining.min() >= 4:
+        return {}
+    return {int(row): pieces.leads_longer_than[max(int(remaining[row]), 0)] for row in np.flatnonzero(remaining < 4)}

@@ -58,11 +58,17 @@ class Pieces:
         return ids
 
     @functools.cached_property
-    def leads(self) -> dict[int, list[int]]:
-        """{length: the ids of the byte pieces that start a character of that many bytes}."""
+    def high_bytes(self) -> np.ndarray:
+        """[V] bool: the byte pieces of 0x80 and up (those of characters outside ASCII)."""
+        return self.byte_values >= 0x80
+
+    @functools.cached_property
+    def leads_longer_than(self) -> list[list[int]]:
+        """[m]: the ids of the byte pieces that start a character of more than m bytes (m = 0..3)."""
         values = self.byte_values
-        return {n: np.flatnonzero((values >= low) & (values < high)).tolist()
-                for n, low, high in ((2, 0xC2, 0xE0), (3, 0xE0, 0xF0), (4, 0xF0, 0xF5))}
+        lengths = np.select([(values >= 0xC2) & (values < 0xE0), (values >= 0xE0) & (values < 0xF0),
+                             (values >= 0xF0) & (values < 0xF5)], [2, 3, 4], 0)
+        return [np.flatnonzero(lengths > m).tolist() for m in range(4)]
 
     @functools.cached_property
     def in_text_order(self) -> list[tuple[str, int]]:
