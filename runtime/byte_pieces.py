@@ -10,27 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-CONTINUATION = range(0x80, 0xC0)
+from .vocab import CONTINUATION
 # The second byte after the leads that narrow it (no C1 control characters, overlong forms or
 # surrogates, nothing past U+10FFFF); after any other lead, and for every later byte, CONTINUATION.
 SECOND = {0xC2: range(0xA0, 0xC0), 0xE0: range(0xA0, 0xC0), 0xED: range(0x80, 0xA0), 0xF0: range(0x90, 0xC0),
           0xF4: range(0x80, 0x90)}
-
-
-def byte_value(piece: str) -> int | None:
-    """The byte a byte piece stands for ("<0xC3>" -> 0xC3), or None for any other piece."""
-    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
-        try:
-            return int(piece[3:5], 16)
-        except ValueError:
-            return None
-    return None
-
-
-def never_starts(byte: int) -> bool:
-    """A byte no character starts with: a continuation byte, or one UTF-8 never uses (C0, C1, F5-FF).
-    Control characters' bytes are left to vocab.never_output."""
-    return byte in CONTINUATION or byte in (0xC0, 0xC1) or byte >= 0xF5
 
 
 def character_length(lead: int) -> int:

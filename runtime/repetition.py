@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .byte_pieces import byte_value
 from .decode_options import DecodeOptions
-from .vocab import never_output
+from .vocab import byte_value, never_output
 
 WORD_START = "\u2581"      # SentencePiece's "▁": the piece begins a word
 

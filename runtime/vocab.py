@@ -7,8 +7,6 @@ front of the source tokens (the multilingual-NMT convention of Johnson et al., 2
 
 from collections.abc import Sequence
 
-from .byte_pieces import byte_value, never_starts
-
 PAD_ID = 0
 UNK_ID = 1
 BOS_ID = 2
@@ -30,6 +28,25 @@ def tag_language(piece: str) -> str | None:
     if piece.startswith("<2") and piece.endswith(">") and len(piece) > 3:
         return piece[2:-1]
     return None
+
+
+CONTINUATION = range(0x80, 0xC0)      # UTF-8's continuation bytes
+
+
+def byte_value(piece: str) -> int | None:
+    """The byte a byte-fallback piece stands for ("<0xC3>" -> 0xC3), or None for any other piece."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        try:
+            return int(piece[3:5], 16)
+        except ValueError:
+            return None
+    return None
+
+
+def never_starts(byte: int) -> bool:
+    """A byte no UTF-8 character starts with: a continuation byte, or one UTF-8 never uses (C0, C1,
+    F5-FF)."""
+    return byte in CONTINUATION or byte in (0xC0, 0xC1) or byte >= 0xF5
 
 
 def never_output(pieces: Sequence[str]) -> list[int]:
