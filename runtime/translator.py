@@ -775,8 +775,9 @@ class Translator:
     def model_text(self, ids: list[int]) -> str:
         """The text of the model's token ids. A character whose bytes the search left unfinished (only
         where its search head ranked no byte to continue it: byte_pieces.py) is dropped, not shown as
-        U+FFFD. None is lost: SentencePiece's normalisation drops a U+FFFD from the source."""
-        return self.tokenizer.decode(ids).replace("\ufffd", "").strip()
+        U+FFFD (none is lost: SentencePiece's normalisation drops a U+FFFD from the source), and a line or
+        paragraph separator spelled in bytes becomes a space, as in the input (clean_space)."""
+        return clean_space(self.tokenizer.decode(ids).replace("\ufffd", "")).strip()
 
     def _alignment(self, parts: list[int], sources, hyps: list[SearchHypothesis]) -> Alignment:
         piece = self.tokenizer.id_to_piece

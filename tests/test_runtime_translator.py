@@ -310,6 +310,9 @@ def test_a_character_left_unfinished_is_dropped_not_shown_as_a_replacement_chara
     lead = t.tokenizer.piece_to_id("<0xE2>")
     words = t.tokenizer.encode("Tom")
     assert t.model_text([*words, lead]) == t.model_text(words) == "Tom"
+    separator = [t.tokenizer.piece_to_id(f"<0x{b:02X}>") for b in "\u2028".encode()]       # one line, still
+    text = t.model_text([*words, *separator, *words])
+    assert "\u2028" not in text and text.split() == ["Tom", "Tom"]
 
 
 def test_translate_iter_takes_a_str_as_one_text(t):
