@@ -227,6 +227,9 @@ def test_quotes_and_dashes_the_vocabulary_lacks_are_read_as_ones_it_has(t):
         assert mark not in tr.text, (mark, tr.text)
     [kept] = t.translate(f"»{ENGLISH[0]}«", from_lang="auto")        # left as it is, it is left as written
     assert kept.text == f"»{ENGLISH[0]}«"
+    code = f"`echo {lacked[0]}hi{lacked[0]}`"                          # so is what masking keeps out
+    [tr] = t.translate(f"{GERMAN[0]} {code}", from_lang="de", beam_size=1)
+    assert code in tr.text
 
 
 def test_a_script_the_model_lacks_comes_back_with_a_warning(t):
