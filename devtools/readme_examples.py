@@ -20,7 +20,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-NEEDS_MORE = re.compile(r"(^|\s)(-i|--input|-o|--output|-m|--model|--provider|--prefixes|--glossary|--n-best 5)(\s|$)|[|<>]")
+NEEDS_MORE = re.compile(r"(^|\s)(-i|--input|-o|--output|-m|--model|--provider|--prefixes|--glossary)(\s|$)|[|<>]")
 
 
 def examples(readme: str) -> list[tuple[str, list[str]]]:

@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .vocab import CONTINUATION
+from .vocab import CONTINUATION, character_length
 
 # The second byte after the leads that narrow it (no C1 control characters, overlong forms or
 # surrogates, nothing past U+10FFFF); after any other lead, and for every later byte, CONTINUATION.
 SECOND = {0xC2: range(0xA0, 0xC0), 0xE0: range(0xA0, 0xC0), 0xED: range(0x80, 0xA0), 0xF0: range(0x90, 0xC0),
           0xF4: range(0x80, 0x90)}
-
-
-def character_length(lead: int) -> int:
-    """How many bytes the character that `lead` starts has."""
-    return 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
 def next_bytes(history: list[int], values: np.ndarray) -> range | None:

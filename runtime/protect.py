@@ -119,17 +119,21 @@ def unknown_runs(text: str, is_unknown: Callable[[str], bool]) -> list[tuple[int
     return runs
 
 
-def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS, terms=None) -> Masked:
+def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS, terms=None,
+         readable: dict[int, str] | None = None) -> Masked:
     """`text` with URLs, e-mail addresses, inline code and the glossary's `terms` (glossary.Terms)
     replaced by placeholders it does not otherwise contain, and runs of unknown characters taken out
-    (the model would hallucinate on their bytes)."""
+    (the model would hallucinate on their bytes). `readable` (`equivalents`): marks read as others,
+    swapped once the rest is masked, so that URLs, code and terms keep theirs."""
+    if readable:
+        lacks, is_unknown = is_unknown, lambda c: lacks(c) and ord(c) not in readable
     found = [(m.start(), m.end(), True, None) for m in PROTECTED.finditer(text)]
     overlaps = overlap_test(found)
     found += [(a, b, True, term) for a, b, term in (terms.find(text) if terms else []) if not overlaps(a, b)]
     overlaps = overlap_test(found)
     found += [(a, b, False, None) for a, b in unknown_runs(text, is_unknown) if not overlaps(a, a + 1)]
     if not found:
-        return Masked(text)
+        return Masked(text.translate(readable) if readable else text)
     free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text))
     out, spans, cuts, last, length = [], [], [], 0, 0
     for start, end, replace, term in runs_of_spans(text, sorted(found, key=lambda f: f[:2])):
@@ -146,6 +150,8 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
     # Each span's position: the words of the text so far, its placeholder included, over all words.
     word_starts = [m.start() for m in re.finditer(r"\S+", joined)]
     masked = re.sub(r"\s+(?=[.,!?;:])", "", re.sub(r"[ \t]{2,}", " ", joined)).strip()
+    if readable:
+        masked = masked.translate(readable)
     n_words = max(len(masked.split()), 1)
     for span, cut in zip(spans, cuts):
         span.position = min(bisect.bisect_left(word_starts, cut) / n_words, 1.0)

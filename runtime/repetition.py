@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decode_options import DecodeOptions
-from .vocab import byte_value, never_output
+from .vocab import byte_value, character_length, never_output, never_starts
 
 WORD_START = "\u2581"      # SentencePiece's "▁": the piece begins a word
 
@@ -64,9 +64,9 @@ class Pieces:
     @functools.cached_property
     def leads_longer_than(self) -> list[list[int]]:
         """[m]: the ids of the byte pieces that start a character of more than m bytes (m = 0..3)."""
-        values = self.byte_values
-        lengths = np.select([(values >= 0xC2) & (values < 0xE0), (values >= 0xE0) & (values < 0xF0),
-                             (values >= 0xF0) & (values < 0xF5)], [2, 3, 4], 0)
+        by_byte = np.array([0 if byte < 0x80 or never_starts(byte) else character_length(byte)
+                            for byte in range(256)])
+        lengths = np.where(self.byte_values >= 0, by_byte[self.byte_values], 0)
         return [np.flatnonzero(lengths > m).tolist() for m in range(4)]
 
     @functools.cached_property

@@ -106,10 +106,10 @@ class StepRules:
                 for row, leads in unfinishable(remaining, pieces).items():
                     banned.setdefault(row, []).extend(leads)
             return banned
+        allows = allowed_rows(prefixes, histories, pieces) if prefixes else {}
         if pieces is None:
-            return cls(bans, allowed_rows(prefixes, histories, pieces) if prefixes else {})
-        return cls(bans, allowed_rows(prefixes, histories, pieces) if prefixes else {},
-                   open_rows(last, histories, pieces), pieces.never)
+            return cls(bans, allows)
+        return cls(bans, allows, open_rows(last, histories, pieces), pieces.never)
 
 
 def next_tokens(backend, state, tokens: np.ndarray, width: int, opts: DecodeOptions, rules: StepRules):

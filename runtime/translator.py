@@ -577,7 +577,7 @@ class Translator:
                 lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
                 segments.append(_Segment(clean_space(lead), clean_space(trail), clean_space(sep)))
                 plain = clean(strip_ansi(core)).strip()
-                segments[-1].masked = self._mask(plain)
+                segments[-1].masked = mask(plain, self._lacks, readable=self._readable)
                 core = segments[-1].masked.text
                 if language_id.has_letters(plain) and not language_id.has_letters(core):
                     # words, but all in a script the model lacks (what is left: punctuation, numbers)
@@ -601,7 +601,7 @@ class Translator:
                         segments[-1].kept = plain
                         continue
                     if glossary and (terms := glossary.terms(language.language, to)):
-                        segments[-1].masked = self._mask(plain, terms)
+                        segments[-1].masked = mask(plain, self._lacks, terms=terms, readable=self._readable)
                         core = segments[-1].masked.text
                     owners.append((i, len(segments) - 1))
                     cores.append(core)
@@ -771,13 +771,6 @@ class Translator:
         return Translation(best.text, best.tokens, best.score, hypotheses, alignment, source=text,
                            num_tokens=len(best.tokens), num_source_tokens=n_source, num_parts=len(parts),
                            warnings=list(text_warnings))
-
-    def _mask(self, plain: str, terms=None) -> Masked:
-        """`plain` masked for the model (protect.mask), then its punctuation made readable: after the
-        masking, so that URLs, code and glossary terms keep their marks as written."""
-        masked = mask(plain, lambda c: self._lacks(c) and ord(c) not in self._readable, terms=terms)
-        masked.text = masked.text.translate(self._readable)
-        return masked
 
     def model_text(self, ids: list[int]) -> str:
         """The text of the model's token ids. A character whose bytes the search left unfinished (only

@@ -49,6 +49,11 @@ def never_starts(byte: int) -> bool:
     return byte in CONTINUATION or byte in (0xC0, 0xC1) or byte >= 0xF5
 
 
+def character_length(lead: int) -> int:
+    """How many bytes the UTF-8 character that `lead` (a byte that starts one) starts has."""
+    return 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+
+
 def never_output(pieces: Sequence[str]) -> list[int]:
     """Ids no translation may contain: padding, BOS, language tags, the byte pieces of control
     characters (a sampled "<0x0A>" would be a line break inside one translation), and bytes no
