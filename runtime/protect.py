@@ -3,8 +3,12 @@
 `mask` replaces URLs, e-mail addresses and `inline code` with placeholders, and takes out runs of
 characters the vocabulary lacks (emoji, symbols, other scripts: the model would hallucinate on
 their byte pieces; not "°" or "€", which it learned in bytes); `unmask` puts them all back into the
-translation. Quotes and dashes it lacks are read as ones it has (`equivalents`). Numbers stay in the
-source (the model reads "am 3. Mai" better than a placeholder) and `repair_numbers` fixes them after.
+translation. A word with a rare letter ("Šumperk") stays for the model to copy from its byte pieces
+(`repair_copies` mends a copy a little wrong; the translator decodes a sentence that lost one again
+with the word behind a placeholder, as `mask(names=...)` does at once for "m²" and "Windows™", which
+the tokenizer would change). Quotes and dashes it lacks are read as ones it has (`equivalents`).
+Numbers stay in the source (the model reads "am 3. Mai" better than a placeholder) and
+`repair_numbers` fixes them after.
 ANSI escape sequences are removed with their payload first (`strip_ansi`): "\\x1b[31m" leaves
 nothing, not "[31m".
 
@@ -16,10 +20,11 @@ removed span, go back at the same share of the words ("Pizza 🍕 und Bier 🍺"
 from __future__ import annotations
 
 import bisect
+import difflib
 import itertools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 # CSI ("\x1b[31m", "\x1b[2J"), OSC ("\x1b]0;title\x07"), and the two-character escapes ("\x1b7").
@@ -60,6 +65,7 @@ class Span:
 class Masked:
     text: str
     spans: list[Span] = field(default_factory=list)
+    copies: list[str] = field(default_factory=list)     # words with rare characters (repair_copies)
 
 
 def strip_ansi(text: str) -> str:
@@ -76,8 +82,9 @@ def read_in_bytes(char: str) -> bool:
 
 
 def vocabulary_lacks(tokenizer) -> Callable[[str], bool]:
-    """Whether a SentencePiece tokenizer spells a character only with byte pieces or <unk>, leaving out
-    those the model reads in bytes (read_in_bytes)."""
+    """Whether a SentencePiece tokenizer spells a character only with byte pieces or <unk>, or turns a
+    symbol or number into others ("²" -> "2", "™" -> "TM": its NFKC normalisation), leaving out those
+    the model reads in bytes (read_in_bytes)."""
     cache: dict[str, bool] = {}
 
     def lacks(char: str) -> bool:
@@ -85,9 +92,15 @@ def vocabulary_lacks(tokenizer) -> Callable[[str], bool]:
             return False
         if char not in cache:
             ids = tokenizer.encode(char)
-            cache[char] = any(tokenizer.is_byte(i) or tokenizer.is_unknown(i) for i in ids)
+            changed = unicodedata.category(char) in SYMBOLS_AND_NUMBERS and tokenizer.decode(ids).strip() != char
+            cache[char] = changed or any(tokenizer.is_byte(i) or tokenizer.is_unknown(i) for i in ids)
         return cache[char]
     return lacks
+
+
+# Categories whose characters the tokenizer must not change: letters (full-width "Ａ") and punctuation ("…")
+# read as their normal forms lose nothing.
+SYMBOLS_AND_NUMBERS = {"Sm", "Sc", "Sk", "So", "No"}
 
 
 def equivalents(lacks: Callable[[str], bool]) -> dict[int, str]:
@@ -100,10 +113,11 @@ def equivalents(lacks: Callable[[str], bool]) -> dict[int, str]:
     return table
 
 
-def unknown_runs(text: str, is_unknown: Callable[[str], bool]) -> list[tuple[int, int]]:
-    """(start, end) of each run of non-space characters the vocabulary lacks: an emoji with its joiners
-    and modifiers, a symbol, a word in another script. A rare letter inside a word ("Erdős") is not
-    one: the model spells it with byte pieces as it learned to."""
+def unknown_runs(text: str, is_unknown: Callable[[str], bool]) -> list[tuple[int, int, bool]]:
+    """(start, end, word) of each run of non-space characters the vocabulary lacks: an emoji with its
+    joiners and modifiers, a symbol, a word in another script (word False: taken out). A word with a
+    rare letter or a compatibility form in it ("Erdős", "Šumperk", "m²", "Windows™") is one whole run
+    (word True), to be copied."""
     runs, i = [], 0
     while i < len(text):
         if not text[i].isspace() and is_unknown(text[i]):
@@ -111,29 +125,50 @@ def unknown_runs(text: str, is_unknown: Callable[[str], bool]) -> list[tuple[int
             while j < len(text) and not text[j].isspace() and is_unknown(text[j]):
                 j += 1
             in_word = (i > 0 and text[i - 1].isalnum()) or (j < len(text) and text[j].isalnum())
-            if not (in_word and any(c.isalpha() for c in text[i:j])):
-                runs.append((i, j))
+            if in_word and any(c.isalpha() or not unicodedata.is_normalized("NFKC", c) for c in text[i:j]):
+                i, j = word_around(text, i, j)
+                runs.append((i, j, True))
+            else:
+                runs.append((i, j, False))
             i = j
         else:
             i += 1
     return runs
 
 
+def word_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The word (letters, digits and combining marks) that holds text[start:end]."""
+    def inside(char: str) -> bool:
+        return char.isalnum() or unicodedata.category(char)[0] == "M"
+    while start > 0 and inside(text[start - 1]):
+        start -= 1
+    while end < len(text) and inside(text[end]):
+        end += 1
+    return start, end
+
+
 def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS, terms=None,
-         readable: dict[int, str] | None = None) -> Masked:
+         readable: dict[int, str] | None = None, names: Collection[str] = ()) -> Masked:
     """`text` with URLs, e-mail addresses, inline code and the glossary's `terms` (glossary.Terms)
     replaced by placeholders it does not otherwise contain, and runs of unknown characters taken out
     (the model would hallucinate on their bytes). `readable` (`equivalents`): marks read as others,
-    swapped once the rest is masked, so that URLs, code and terms keep theirs."""
+    swapped once the rest is masked, so that URLs, code and terms keep theirs. Words with rare letters go
+    to the model in byte pieces, to be copied (Masked.copies); those in `names`, and those the tokenizer
+    would change, as placeholders: a surer copy, but the model then reads a person's name where there
+    was a place or a unit."""
     if readable:
         lacks, is_unknown = is_unknown, lambda c: lacks(c) and ord(c) not in readable
     found = [(m.start(), m.end(), True, None) for m in PROTECTED.finditer(text)]
     overlaps = overlap_test(found)
     found += [(a, b, True, term) for a, b, term in (terms.find(text) if terms else []) if not overlaps(a, b)]
     overlaps = overlap_test(found)
-    found += [(a, b, False, None) for a, b in unknown_runs(text, is_unknown) if not overlaps(a, a + 1)]
+    runs = [(a, b, word) for a, b, word in unknown_runs(text, is_unknown) if not overlaps(a, b)]
+    # A word the tokenizer would change ("m²" -> "m2", "µg" -> "μg") cannot be copied from its pieces.
+    names = {*names, *(text[a:b] for a, b, word in runs if word and not unicodedata.is_normalized("NFKC", text[a:b]))}
+    found += [(a, b, word, None) for a, b, word in runs if not word or text[a:b] in names]
+    copies = [text[a:b] for a, b, word in runs if word and text[a:b] not in names]
     if not found:
-        return Masked(text.translate(readable) if readable else text)
+        return Masked(text.translate(readable) if readable else text, copies=copies)
     free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text))
     out, spans, cuts, last, length = [], [], [], 0, 0
     for start, end, replace, term in runs_of_spans(text, sorted(found, key=lambda f: f[:2])):
@@ -155,7 +190,7 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
     n_words = max(len(masked.split()), 1)
     for span, cut in zip(spans, cuts):
         span.position = min(bisect.bisect_left(word_starts, cut) / n_words, 1.0)
-    return Masked(masked, spans)
+    return Masked(masked, spans, copies)
 
 
 def overlap_test(spans: list[tuple]) -> Callable[[int, int], bool]:
@@ -245,3 +280,22 @@ def repair_numbers(source: str, translation: str, insert_missing: bool = True) -
     left = [Span(m.group(), None, len(source[:m.start()].split()) / n_words) for m in missing[len(invented):]
             if not (m.group().isdigit() and int(m.group()) <= 12)]
     return insert_at(translation, left) if insert_missing and left else translation
+
+
+def fold(word: str) -> str:
+    """`word` lower-cased without its accents, to compare a copy with its original."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+
+
+def repair_copies(words: list[str], translation: str) -> str:
+    """Put back words with rare characters that the model copied from their byte pieces a little wrong
+    ("kříž" -> "kříš"): each one missing from `translation` replaces the word there most like it."""
+    for word in dict.fromkeys(words):
+        if word in translation:
+            continue
+        scored = [(difflib.SequenceMatcher(None, fold(word), fold(m.group())).ratio(), m)
+                  for m in re.finditer(r"[^\W_]+", translation)]
+        score, best = max(scored, key=lambda s: s[0], default=(0.0, None))
+        if best is not None and score >= 0.75 and best.group() not in words:
+            translation = translation[:best.start()] + word + translation[best.end():]
+    return translation

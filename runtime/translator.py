@@ -33,7 +33,7 @@ from .decode_options import DecodeOptions
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .language_id import LanguageWarning, SourceLanguage
 from .prefix import Prefix
-from .protect import Masked, equivalents, mask, repair_numbers, strip_ansi, unmask, vocabulary_lacks
+from .protect import Masked, equivalents, mask, repair_copies, repair_numbers, strip_ansi, unmask, vocabulary_lacks
 from .repetition import Pieces
 from .search import Hypothesis as SearchHypothesis, beam_score
 from .sentences import split
@@ -41,7 +41,7 @@ from .threads import MAX_THREADS, Background
 from .vocab import EOS_PIECE, source_ids
 
 if TYPE_CHECKING:
-    from .glossary import Glossary
+    from .glossary import Glossary, Terms
 
 
 # Batches decoded at once on the CPU. Two keep two cores busy through a decoder step's small kernels:
@@ -117,6 +117,8 @@ class _Segment:
     parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
     kept: str = ""                                     # the sentence itself, when not translated
     masked: Masked | None = None                       # what the model saw, with the spans to put back
+    source: str = ""                                   # the sentence cleaned, before masking
+    terms: Terms | None = None                         # the glossary's terms for it
     prefix: str = ""                                   # what its translation must start with, as given
     written: str = ""                                  # that prefix as the model's pieces spell it
 
@@ -174,10 +176,17 @@ def check_count(name: str, value, optional: bool = False, most: int | None = Non
         raise TranslationError(f"{name} must be at most {most}, not {value}")
 
 
+# "ß" typed as Greek "β" after a lower-case Latin letter ("Maβnahme", "groβ"), as in WMT's German news.
+SHARP_S_LOOKALIKE = re.compile(r"(?<=[a-zäöü])β")
+
+
 def clean(text: str) -> str:
     """Control characters become spaces (tab and newline included); a BOM and lone surrogates go; letters
     written with combining marks are composed (NFC). Decomposed, "ä" is "a" and a diaeresis the vocabulary
-    spells in bytes, which protect.mask took out and put back into the translation on its own."""
+    spells in bytes, which protect.mask took out and put back into the translation on its own. A "β" for
+    "ß" (SHARP_S_LOOKALIKE) is read as "ß" ("Aβ", "IFN-β" keep theirs)."""
+    if "β" in text:
+        text = SHARP_S_LOOKALIKE.sub("ß", text)
     if not text.isprintable():
         text = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text)
     text = text.replace("\ufeff", "")
@@ -203,7 +212,7 @@ def restore(translation: str, masked: Masked | None) -> str:
     """A sentence's translation with its numbers repaired and its protected spans put back (protect.py)."""
     if masked is None:
         return translation
-    return unmask(repair_numbers(masked.text, translation), masked.spans)
+    return unmask(repair_copies(masked.copies, repair_numbers(masked.text, translation)), masked.spans)
 
 
 def restore_after(prefix: str, written: str, translation: str, masked: Masked | None) -> str:
@@ -577,6 +586,7 @@ class Translator:
                 lead, trail = sentence[: len(sentence) - len(sentence.lstrip())], sentence[len(sentence.rstrip()):]
                 segments.append(_Segment(clean_space(lead), clean_space(trail), clean_space(sep)))
                 plain = clean(strip_ansi(core)).strip()
+                segments[-1].source = plain
                 segments[-1].masked = mask(plain, self._lacks, readable=self._readable)
                 core = segments[-1].masked.text
                 if language_id.has_letters(plain) and not language_id.has_letters(core):
@@ -601,6 +611,7 @@ class Translator:
                         segments[-1].kept = plain
                         continue
                     if glossary and (terms := glossary.terms(language.language, to)):
+                        segments[-1].terms = terms
                         segments[-1].masked = mask(plain, self._lacks, terms=terms, readable=self._readable)
                         core = segments[-1].masked.text
                     owners.append((i, len(segments) - 1))
@@ -642,6 +653,7 @@ class Translator:
             # NaN weights (a broken average or export): beam search then finds nothing, greedy finds noise
             raise ModelLoadError(f"{self.path}: the model's scores are not numbers (NaN): its weights are "
                                  f"broken; export it again from a sound checkpoint")
+        self._copy_rare_words(layouts, sources, results, opts, tag, limit)
         t2 = time.perf_counter()
 
         # 3. Detokenized and reassembled.
@@ -657,6 +669,30 @@ class Translator:
             tr.languages = languages
             tr.warnings = [s.warning for s in languages if s.warning] + tr.warnings
         return translations
+
+    def _copy_rare_words(self, layouts: list[list[_Segment]], sources: list[list[int]], results: list,
+                         opts: DecodeOptions, tag: int, limit: int) -> None:
+        """Decode again each sentence whose best translation lost a word with rare letters, that word now a
+        name (protect.mask): the model copies most from their byte pieces, but garbles some ("Rychtářová"
+        -> "Lacrossetář"). Sources and results change in place."""
+        again: list[tuple[_Segment, Masked, list[int]]] = []
+        for seg in (seg for segments in layouts for seg in segments):
+            if not (seg.masked and seg.masked.copies and len(seg.parts) == 1 and not seg.prefix):
+                continue
+            translation = restore(self.model_text(results[seg.parts[0]].hypotheses[0].tokens), seg.masked)
+            if not (lost := [word for word in seg.masked.copies if word not in translation]):
+                continue
+            masked = mask(seg.source, self._lacks, terms=seg.terms, readable=self._readable, names=lost)
+            ids = self.tokenizer.encode(masked.text)
+            if len(ids) <= min(CLAUSE_TOKENS, limit):
+                again.append((seg, masked, source_ids(ids, tag, limit + 2)))
+        if not again:
+            return
+        redone = decode_all(self.backend, [ids for _, _, ids in again], opts, self.max_batch_tokens,
+                            self.max_batch_sentences, self.parallel_batches, self.pieces, [None] * len(again))
+        for (seg, masked, ids), result in zip(again, redone):
+            if result.hypotheses:
+                seg.masked, sources[seg.parts[0]], results[seg.parts[0]] = masked, ids, result
 
     def _prefix(self, text: str, number: int, opts: DecodeOptions) -> Prefix | None:
         """The search's prefix for the prefix `text` of text `number` (None for none), checked against the

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mtkit.runtime.protect import (Masked, equivalents, mask, overlap_test, repair_numbers, strip_ansi, unknown_runs,
-                                   unmask, vocabulary_lacks)
+from mtkit.runtime.protect import (Masked, equivalents, mask, overlap_test, repair_copies, repair_numbers, strip_ansi,
+                                   unknown_runs, unmask, vocabulary_lacks)
 from mtkit.runtime.translator import CLAUSE_TOKENS, restore, split_long
 
 
@@ -75,9 +75,22 @@ def test_placeholders_avoid_words_of_the_text():
     assert [s.placeholder for s in masked.spans] == ["Anna", "Thomas"]
 
 
-def test_rare_letters_inside_words_stay_with_the_model():
-    assert unknown_runs("Paul Erdős war hier", lacks) == []
-    assert unknown_runs("Erdős 🍕", lambda c: c in "ő🍕") == [(6, 7)]
+def test_words_with_rare_letters_go_to_the_model_whole_and_their_copies_are_mended():
+    lacks_rare = lambda c: c in "őřµ²🍕™"                                 # noqa: E731
+    assert unknown_runs("Paul Erdős war hier", lacks_rare) == [(5, 10, True)]
+    # an emoji is no part of its word; a compatibility form ("™", "²") is
+    assert unknown_runs("Erdős Pizza🍕 Windows™", lacks_rare) == [(0, 5, True), (11, 12, False), (13, 21, True)]
+    masked = mask("Frau Rychtářová zahlt 5 € an Erdős-Preis", lacks_rare)
+    assert masked.text == "Frau Rychtářová zahlt 5 € an Erdős-Preis" and masked.spans == []
+    assert masked.copies == ["Rychtářová", "Erdős"]
+    # a copy a little wrong is mended; one the model lost or turned into another word is left
+    assert repair_copies(masked.copies + ["µg"], "Ms Rychtárová pays 5 wing to Erdös Prize") == \
+        "Ms Rychtářová pays 5 wing to Erdős Prize"
+    assert repair_copies(["Erdős"], "Erdős and Erdos") == "Erdős and Erdos"             # there: kept as is
+    # those named go to the model as placeholders instead, and those the tokenizer would change
+    named = mask("Frau Rychtářová nimmt 5 µg auf 2 m²", lacks_rare, names=["Rychtářová"])
+    assert named.text == "Frau Tom nimmt 5 Peter auf 2 Anna" and named.copies == []
+    assert unmask("Ms Tom takes 5 Peter on 2 Anna", named.spans) == "Ms Rychtářová takes 5 µg on 2 m²"
 
 
 def test_strip_ansi_removes_the_payload():
@@ -105,7 +118,10 @@ def test_restore_repairs_then_unmasks():
 class StandInTokenizer:
     """SentencePiece's interface, for `vocabulary_lacks`: id 1 is <unk>, 10+ are bytes."""
     def encode(self, text):
-        return [10, 11] if text in "🍕°€£®₹»§" else [1] if text == "☃" else [100]
+        return [10, 11] if text in "🍕°€£®₹»§" else [1] if text == "☃" else [100 + ord(text.replace("²", "2"))]
+
+    def decode(self, ids):
+        return "".join(chr(i - 100) if i >= 100 else "?" for i in ids)
 
     def is_byte(self, i):
         return i >= 10 and i < 100
@@ -117,6 +133,7 @@ class StandInTokenizer:
 def test_vocabulary_lacks():
     lacks_char = vocabulary_lacks(StandInTokenizer())
     assert lacks_char("🍕") and lacks_char("☃") and not lacks_char("ä") and not lacks_char("/")
+    assert lacks_char("²")                     # the tokenizer makes it "2": a number it changes
     # Latin-1's symbols and the euro sign the model learned in bytes; other currencies, quotes and § it did not
     assert [c for c in "°€£®₹»§" if lacks_char(c)] == ["₹", "»", "§"]
 

@@ -39,6 +39,17 @@ def test_emoji_come_through_in_place(translator):
     assert "pizza" in text and "beer" in text and len(text.split()) <= 8     # no hallucination
 
 
+def test_names_and_units_with_rare_letters_come_through_exactly(translator):
+    """v5 garbled these from their byte pieces ("Rychtářová" -> "mammalstářcz", "µg" -> "θg"), and its tokenizer
+    reads "²" as "2" and "™" as "TM"."""
+    sources = {"Darina Rychtářová (53) sagt: Jetzt ist es raus!": ["Rychtářová"],
+               "Auf dem Programm steht die Jazzmesse des bedeutenden tschechischen Jazzers Karel Růžička.": ["Růžička"],
+               "NEKTON-Bio enthält 200.000 µg Biotin/kg.": ["µg"],
+               "Windows™ läuft in einer Wohnung von 80 m² mit 1½ Zimmern.": ["Windows™", "m²", "1½"]}
+    for tr, words in zip(translator.translate(list(sources), from_lang="de"), sources.values()):
+        assert all(word in tr.text for word in words), tr.text
+
+
 def test_ansi_escape_is_stripped_with_its_payload(translator):
     [tr] = translator.translate("That's a \x1b[31m test.", to="de")
     assert "[31" not in tr.text and "31" not in tr.text and "\x1b" not in tr.text

@@ -21,6 +21,7 @@ from mtkit.runtime import (BundleError, DecodeOptions, LanguageWarning, LongInpu
                            Translation, Translator, TranslationError)
 from mtkit.runtime import bundle
 from mtkit.runtime.sentences import split, split_sentences
+from mtkit.runtime.translator import clean
 
 
 @pytest.fixture(scope="module")
@@ -455,6 +456,19 @@ def test_fuzz_random_unicode(t, texts):
 def test_control_characters_and_emoji(t):
     out = t.translate(["Hallo\x00Welt\x1b[31m", "Ich 😀 liebe 🇩🇪 dich \u200d", "\ufeffGuten Tag\u0085"], beam_size=1)
     assert len(out) == 3 and all(o.num_parts == 1 for o in out)
+
+
+def test_words_with_rare_letters_come_through_exactly(t):
+    """Copied from their byte pieces, or else decoded again as names: either way verbatim."""
+    sources = {"Darina Rychtářová sagt, dass Šumperk schön ist.": ["Rychtářová", "Šumperk"],
+               "Uğur Şahin nimmt 5 µg am Tag.": ["Uğur", "Şahin", "µg"]}
+    for tr, words in zip(t.translate(list(sources), from_lang="de"), sources.values()):
+        assert all(word in tr.text for word in words), tr.text
+
+
+def test_a_greek_beta_for_a_sharp_s_is_read_as_one(t):
+    assert t.translate("Die Maβnahme ist groβ.")[0].tokens == t.translate("Die Maßnahme ist groß.")[0].tokens
+    assert clean("Aβ42 und IFN-β, Maβ") == "Aβ42 und IFN-β, Maß"
 
 
 # Bundles on disk.
