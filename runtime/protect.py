@@ -33,9 +33,18 @@ ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x
 # Spans replaced by a placeholder, in priority order (a URL's digits are part of the URL).
 PROTECTED = re.compile("|".join([
     r"`[^`\n]+`",                                                     # inline code
-    r"(?:https?://|ftp://|www\.)[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}»“”]",  # URL, without trailing punctuation
+    # URL, without trailing punctuation but with a closing {field} (".../groups/{id}")
+    r"(?:https?://|ftp://|www\.)(?:[^\s<>\"'`{}]|\{[\w.:-]*\})*(?:\{[\w.:-]*\}|[^\s<>\"'`{}.,;:!?)\]»“”])",
     # e-mail address; starting only where its characters start, else a long word costs O(length ** 2)
     r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}",
+    # what software strings hold, for the program to fill in: {{user.name}}, {0}, {count}, {:.2f}, {\i1},
+    # ${HOME}, $PATH, %s, %d, %1$s, %(name)s ("100%ige" is none: a letter follows); bounded repeats keep a
+    # long run of "%0000..." linear
+    r"\{\{[^{}\n]*\}\}|\{[\w.:,#+-]*\}|\{\\[^{}\n]*\}|\$\{[^{}\s]+\}|\$[A-Za-z_]\w*",
+    r"%(?:\d{1,2}\$|\(\w{1,40}\))?[-+#0]{0,4}\d{0,3}(?:\.\d{1,3})?(?:hh|h|ll|l|L|z|j|t)?[diouxXeEfFgGcsp](?![A-Za-z])",
+    # file paths: C:\Users\Public, ~/.config/app, ./run.sh, /usr/local/bin (not "km/h" or "and/or")
+    r"\b[A-Za-z]:\\[^\s\"'<>|]*[^\s\"'<>|.,;:!?)\]]",
+    r"(?<![^\s(\"'\[])(?:(?:~|\.{1,2})/[\w.-]+|/[\w.-]+/[\w.-]+)(?:/[\w.-]+)*(?<!\.)/?",
 ]))
 LIST_GAP = re.compile(r"[\s,;]*")           # between protected spans that make one list
 # Numbers are left to the model (it reads "am 3. Mai" better than a placeholder) and repaired after.

@@ -6,7 +6,8 @@ A cue is the lines after a timing line ("00:00:01,000 --> 00:00:03,500"), up to 
 lines are translated as one text and wrapped again into as many lines, of balanced length; a
 dialogue cue (every line starting with "-", one line or more) is translated line by line, its
 dashes kept. Markup inside a cue (<i>,
-<b>, <font>, WebVTT's <v Speaker>) goes through runtime/markup.py.
+<b>, <font>, WebVTT's <v Speaker>) goes through runtime/markup.py; SSA override tags at its start
+("{\\an8}") stay there.
 
 Subtitles cut sentences: "Ich habe gestern" in one cue, "einen Hund gesehen." in the next. Halves
 translated on their own read badly ("I have yesterday" / "a dog seen."), so cues that run on (no
@@ -29,6 +30,11 @@ DIALOGUE = re.compile(r"^(\s*-\s*)(.*)$")
 SENTENCE_END = re.compile(r"""[.!?…:;♪"'»“”)\]]$""")
 JOIN_GAP = 2.0              # seconds between cues past which a sentence is taken to have ended anyway
 MOST_JOINED = 4             # cues translated as one sentence at most
+# SSA override tags, which SRT files carry ("{\an8}": at the top of the screen): kept at the cue's start;
+# inside it, italics, bold, underline and strike-through ("{\i1}nie{\i0}") go through markup as their tags.
+OVERRIDES = re.compile(r"^\s*(?:\{\\(?![ibus][01]\})[^{}\n]*\}\s*)+")
+STYLES = {f"{{\\{k}{on}}}": f"<{'/' * (1 - on)}{k}>" for k in "ibus" for on in (1, 0)}
+STYLE = re.compile("|".join(map(re.escape, STYLES)))
 
 
 def looks_like_subtitles(text: str) -> bool:
@@ -90,7 +96,7 @@ class _Cue:
     @property
     def plain(self) -> bool:
         """One speaker's text without markup: no dialogue dash (a new speaker), no tags."""
-        return not DIALOGUE.match(self.bodies[0]) and "<" not in self.text
+        return not DIALOGUE.match(self.bodies[0]) and "<" not in self.text and "{\\" not in self.text
 
     def runs_on(self) -> bool:
         """Whether its sentence may go on into the next cue: plain text that ends without a sentence's end."""
@@ -155,6 +161,9 @@ def _translated(translator, texts: list[str], vtt: bool, to, options, settings: 
     """Each cue text translated: plain ones as text, those with tags (<i>, <v Anna>) as HTML fragments."""
     from .markup import translate_fragments
 
+    leads = [m.group() if (m := OVERRIDES.match(t)) else "" for t in texts]
+    styled = [bool(STYLE.search(t)) for t in texts]
+    texts = [STYLE.sub(lambda m: STYLES[m.group()], t[len(lead):]) for t, lead in zip(texts, leads)]
     done = [""] * len(texts)
     plain = [i for i, t in enumerate(texts) if "<" not in t]
     marked = [i for i, t in enumerate(texts) if "<" in t]
@@ -166,7 +175,9 @@ def _translated(translator, texts: list[str], vtt: bool, to, options, settings: 
         fragments = translate_fragments(translator, [texts[i] for i in marked], to, options, **settings)
         for i, fragment in zip(marked, fragments):   # WebVTT reads entities; SRT players show them as they are
             done[i] = fragment if vtt else html.unescape(fragment)
-    return done
+    back = {tag: ssa for ssa, tag in STYLES.items()}
+    done = [re.sub("|".join(back), lambda m: back[m.group()], t) if ssa else t for t, ssa in zip(done, styled)]
+    return [lead + text if text else "" for lead, text in zip(leads, done)]
 
 
 def _body(line: str) -> str:

@@ -1,6 +1,8 @@
 """runtime/protect.py (spans kept out of the model) and the clause split of long sentences, with
 stand-ins for the tokenizer and the model: the real ones are tested in test_real_input.py."""
 
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,6 +29,14 @@ def fake_model(text: str) -> str:
     ("Schreib an max.mustermann@example.de bitte", ["max.mustermann@example.de"]),
     ("Rufe `git status` auf", ["`git status`"]),
     ("Das Wort 日本 heißt Japan", ["日本"]),
+    # what a program fills in, and file paths
+    ("Hallo {name}, du hast {count} neue Nachrichten", ["{name}", "{count}"]),
+    ("Willkommen, {{user.firstName}}! Datei %s: %d Fehler, %1$s und %(count)s", ["{{user.firstName}}", "%s", "%d",
+                                                                               "%1$s", "%(count)s"]),
+    ("Setze ${HOME} oder $PATH, speichere in C:\\Users\\Public und öffne ~/.config/app/x.toml.",
+     ["${HOME}", "$PATH", "C:\\Users\\Public", "~/.config/app/x.toml"]),
+    ("Siehe https://graph.microsoft.com/v1.0/groups/{id}. Dann ./run.sh in /usr/local/bin", [
+     "https://graph.microsoft.com/v1.0/groups/{id}", "./run.sh", "/usr/local/bin"]),
 ])
 def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
     masked = mask(source, lacks)
@@ -34,6 +44,19 @@ def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
     out = unmask(fake_model(masked.text), masked.spans)
     positions = [out.find(k) for k in kept]
     assert -1 not in positions and positions == sorted(positions)
+
+
+def test_prose_with_percent_signs_slashes_and_braces_is_left_to_the_model():
+    source = "Eine 100%ige Lösung, 50 % Rabatt, 80 km/h, und/oder 24/7, Rad-/Wanderwege, {a b}, 5 $ und 3 %."
+    assert mask(source, lacks).text == source
+
+
+@pytest.mark.parametrize("text", ["%" + "0" * 100_000, "http://" + "a{" * 50_000, "${" * 50_000, "/a" * 50_000 + "."])
+def test_masking_stays_linear_in_the_length(text):
+    """A long run that nearly matches costs O(length), not O(length ** 2) ("%000..." took minutes)."""
+    start = time.perf_counter()
+    mask(text, lacks)
+    assert time.perf_counter() - start < 5
 
 
 def test_a_list_of_urls_or_addresses_is_one_span_however_long():

@@ -87,6 +87,11 @@ def test_long_unpunctuated_input_is_cut_into_clauses_without_loops(translator):
      ["2019", "https://example.com/report"]),
     ("Call me at 555-1234 or email jane.doe@example.com.", "de", ["555-1234", "jane.doe@example.com"]),
     ("Rufen Sie `git status` auf.", "en", ["`git status`"]),
+    # software strings: v5 wrote "Hello colorednames, Sie haben neue Nachrichten." and "C: WashingtonUsers<..."
+    ("Hello {name}, you have {count} new messages.", "de", ["{name}", "{count}"]),
+    ("File %s could not be opened: %d errors.", "de", ["%s", "%d"]),
+    ("Welcome back, {{user.firstName}}!", "de", ["{{user.firstName}}"]),
+    ("Press Ctrl+S to save the file to C:\\Users\\Public\\Documents.", "de", ["C:\\Users\\Public\\Documents"]),
 ])
 def test_numbers_urls_and_code_come_through_verbatim(translator, source, to, verbatim):
     [tr] = translator.translate(source, to=to)

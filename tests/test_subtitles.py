@@ -36,6 +36,16 @@ def test_webvtt_headers_notes_styles_and_settings_are_kept(fixture_translator):
     assert out == document.replace(GERMAN[5], ENGLISH[5]).replace(GERMAN[6], ENGLISH[6])
 
 
+def test_ssa_override_tags_stay_at_the_start_and_styles_around_their_words(fixture_translator):
+    """SRT files carry SSA tags: "{\\an8}" (top of the screen) at a cue's start, "{\\i1}...{\\i0}" for italics."""
+    words = GERMAN[4].split()
+    document = srt(["{\\an8}" + GERMAN[1]], [" ".join(["{\\i1}" + words[0] + "{\\i0}", *words[1:]])])
+    plain = srt([GERMAN[1]], [f"<i>{words[0]}</i> {' '.join(words[1:])}"])
+    out, expected = (fixture_translator.translate_subtitles(d, **GREEDY).split("\n") for d in (document, plain))
+    assert out[2] == "{\\an8}" + expected[2]                                  # the tag, then the same text
+    assert out[6] == expected[6].replace("<i>", "{\\i1}").replace("</i>", "{\\i0}")   # as <i> would be
+
+
 def test_a_cue_never_gets_a_blank_line(fixture_translator):
     document = srt(["Tom", "schrie."])                         # two words over two lines -> "Tom yelled."
     out = fixture_translator.translate_subtitles(document, **GREEDY)
