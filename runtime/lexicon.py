@@ -93,6 +93,11 @@ class Lexicon:
             raise ValueError("a count that is not a number") from None
         return cls(tuple(header[1:]), dict(zip(flat[::k], range(len(flat) // k))), counts, totals)
 
+    def total(self, word: str) -> int:
+        """How often `word`, as spelled, was counted in all languages together (0 if left out)."""
+        row = self.index.get(word)
+        return 0 if row is None else int(self.counts[row].sum())
+
     def log_likelihoods(self, text: str) -> dict[str, float]:
         """log p(words of `text` | language) for each language, add-one smoothed; {} for a text without
         words. A word not counted adds log(1 / (total + vocabulary)), as a counted one does with its count + 1."""

@@ -18,7 +18,7 @@ import re
 import time
 import unicodedata
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,7 @@ import numpy as np
 
 from . import bundle, language_id
 from .batching import decode_all
+from .casing import in_capitals, to_capitals, usual_case
 from .bundle_format import BundleConfig, BundleError
 from .decode_budget import default_budget
 from .decode_options import DecodeOptions
@@ -117,6 +118,7 @@ class _Segment:
     parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
     kept: str = ""                                     # the sentence itself, when not translated
     masked: Masked | None = None                       # what the model saw, with the spans to put back
+    capitals: bool = False                             # written in capitals: read in usual case (casing.py)
     source: str = ""                                   # the sentence cleaned, before masking
     terms: Terms | None = None                         # the glossary's terms for it
     prefix: str = ""                                   # what its translation must start with, as given
@@ -587,8 +589,7 @@ class Translator:
                 segments.append(_Segment(clean_space(lead), clean_space(trail), clean_space(sep)))
                 plain = clean(strip_ansi(core)).strip()
                 segments[-1].source = plain
-                segments[-1].masked = mask(plain, self._lacks, readable=self._readable)
-                core = segments[-1].masked.text
+                core = self._mask(segments[-1]).text
                 if language_id.has_letters(plain) and not language_id.has_letters(core):
                     # words, but all in a script the model lacks (what is left: punctuation, numbers)
                     language = self.unknown_script(plain, from_lang)
@@ -612,8 +613,7 @@ class Translator:
                         continue
                     if glossary and (terms := glossary.terms(language.language, to)):
                         segments[-1].terms = terms
-                        segments[-1].masked = mask(plain, self._lacks, terms=terms, readable=self._readable)
-                        core = segments[-1].masked.text
+                        core = self._mask(segments[-1]).text
                     owners.append((i, len(segments) - 1))
                     cores.append(core)
             layouts.append(segments)
@@ -679,11 +679,12 @@ class Translator:
         for seg in (seg for segments in layouts for seg in segments):
             if not (seg.masked and seg.masked.copies and len(seg.parts) == 1 and not seg.prefix):
                 continue
-            translation = restore(self.model_text(results[seg.parts[0]].hypotheses[0].tokens), seg.masked)
+            translation = self._restore(seg, self.model_text(results[seg.parts[0]].hypotheses[0].tokens))
             if not (lost := [word for word in seg.masked.copies if word not in translation]):
                 continue
-            masked = mask(seg.source, self._lacks, terms=seg.terms, readable=self._readable, names=lost)
-            ids = self.tokenizer.encode(masked.text)
+            first = seg.masked
+            ids = self.tokenizer.encode(self._mask(seg, names=lost).text)
+            seg.masked, masked = first, seg.masked
             if len(ids) <= min(CLAUSE_TOKENS, limit):
                 again.append((seg, masked, source_ids(ids, tag, limit + 2)))
         if not again:
@@ -693,6 +694,30 @@ class Translator:
         for (seg, masked, ids), result in zip(again, redone):
             if result.hypotheses:
                 seg.masked, sources[seg.parts[0]], results[seg.parts[0]] = masked, ids, result
+
+    def _mask(self, seg: _Segment, names: Collection[str] = ()) -> Masked:
+        """`seg.masked`, its sentence as the model reads it (protect.mask, with its glossary terms and
+        `names`), in usual case where it is written in capitals (casing.py)."""
+        masked = mask(seg.source, self._lacks, terms=seg.terms, readable=self._readable, names=names)
+        placeholders = {span.placeholder for span in masked.spans if span.placeholder}
+        seg.capitals = in_capitals(masked.text, placeholders | set(masked.copies))
+        if seg.capitals:
+            masked.text = usual_case(masked.text, self._word_count, lambda word: len(self.tokenizer.encode(word)),
+                                     placeholders | set(masked.copies))
+        seg.masked = masked
+        return masked
+
+    def _word_count(self, word: str) -> int:
+        """How often the training data has `word` (lexicon.py), 0 without word counts."""
+        return self.lexicon.total(word) if self.lexicon else 0
+
+    def _restore(self, seg: _Segment, body: str) -> str:
+        """A sentence's translation with what `_mask` changed put back: capitals, numbers, spans."""
+        if seg.capitals and not seg.prefix:
+            body = to_capitals(body, {span.placeholder for span in seg.masked.spans if span.placeholder})
+        if seg.prefix:
+            return restore_after(seg.prefix, seg.written, body, seg.masked)
+        return restore(body, seg.masked)
 
     def _prefix(self, text: str, number: int, opts: DecodeOptions) -> Prefix | None:
         """The search's prefix for the prefix `text` of text `number` (None for none), checked against the
@@ -778,10 +803,7 @@ class Translator:
             for seg in segments:
                 words = [self.model_text(chosen[p].tokens) for p in seg.parts]
                 body = " ".join(w for w in words if w)
-                if seg.prefix:
-                    body = restore_after(seg.prefix, seg.written, body, seg.masked)
-                else:
-                    body = seg.kept or restore(body, seg.masked)
+                body = seg.kept or self._restore(seg, body)
                 out.append((seg.lead + body + seg.trail if body else "") + seg.sep)
                 tokens += [self.tokenizer.id_to_piece(t) for p in seg.parts for t in chosen[p].tokens]
             # Scores of parts combine as if decoded as one: log-probs add up; a beam score is its

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 from mtkit.runtime import Translator
 from mtkit.runtime.bundle import default_model
+from mtkit.runtime.casing import usual_case
 from mtkit.runtime.translator import CLAUSE_TOKENS
 
 DATA = REPO.parent / "shared" / "data"
@@ -48,6 +49,14 @@ def test_names_and_units_with_rare_letters_come_through_exactly(translator):
                "Windows™ läuft in einer Wohnung von 80 m² mit 1½ Zimmern.": ["Windows™", "m²", "1½"]}
     for tr, words in zip(translator.translate(list(sources), from_lang="de"), sources.values()):
         assert all(word in tr.text for word in words), tr.text
+
+
+@pytest.mark.parametrize("source, to", [("Ich habe heute keine Zeit.", "en"), ("He left the room as soon as I came in.", "de")])
+def test_a_sentence_in_capitals_is_read_in_usual_case_and_translated_into_capitals(translator, source, to):
+    """v5 copied such sentences letter by letter ("ACHTUNG: DIESER BEREICH WIRD VIDEOÜBERWACHT!" came back as it was)."""
+    assert usual_case(source.upper(), translator.lexicon.total, len) == source      # the shipped word counts
+    [shouted, written] = translator.translate([source.upper(), source], to=to)
+    assert shouted.text == written.text.upper() != source.upper()
 
 
 def test_ansi_escape_is_stripped_with_its_payload(translator):
