@@ -42,13 +42,15 @@ PROTECTED = re.compile("|".join([
     # long run of "%0000..." linear
     r"\{\{[^{}\n]*\}\}|\{[\w.:,#+-]*\}|\{\\[^{}\n]*\}|\$\{[^{}\s]+\}|\$[A-Za-z_]\w*",
     r"%(?:\d{1,2}\$|\(\w{1,40}\))?[-+#0]{0,4}\d{0,3}(?:\.\d{1,3})?(?:hh|h|ll|l|L|z|j|t)?[diouxXeEfFgGcsp](?![A-Za-z])",
+    # hashtags and mentions, which name things as written: #Übersetzung, @mtkit
+    r"(?<![\w#@&])[#@][^\W_][\w-]*(?<!-)",
     # file paths: C:\Users\Public, ~/.config/app, ./run.sh, /usr/local/bin (not "km/h" or "and/or")
     r"\b[A-Za-z]:\\[^\s\"'<>|]*[^\s\"'<>|.,;:!?)\]]",
     r"(?<![^\s(\"'\[])(?:(?:~|\.{1,2})/[\w.-]+|/[\w.-]+/[\w.-]+)(?:/[\w.-]+)*(?<!\.)/?",
 ]))
 LIST_GAP = re.compile(r"[\s,;]*")           # between protected spans that make one list
 # Numbers are left to the model (it reads "am 3. Mai" better than a placeholder) and repaired after.
-NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:/-]\d+)*(?![\w-])")
+NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:/\-–]\d+)*(?![\w-])")       # "8–18" is one: a range
 
 # Placeholders: names spelled the same in German and English, which the model copies as names.
 PLACEHOLDERS = ("Tom", "Peter", "Anna", "Thomas", "Daniel", "Martin", "Frank", "David", "Michael", "Robert",
@@ -268,21 +270,23 @@ def insert_at(text: str, spans: list[Span]) -> str:
     return " ".join([*front, "".join(pieces)]).rstrip() if front else "".join(pieces)
 
 
-def number_key(number: str) -> str:
-    """The same number whichever of "." and "," groups and which is the decimal mark (1.234,5 = 1,234.5)."""
-    return number.translate(str.maketrans(".,", ",."))
+def number_forms(number: str) -> set[str]:
+    """The ways to write one number: "." and "," swapped or not (1.234,5 = 1,234.5), a range's dash as
+    "-" (8–18 = 8-18)."""
+    number = number.replace("–", "-")
+    return {number, number.translate(str.maketrans(".,", ",."))}
 
 
 def repair_numbers(source: str, translation: str, insert_missing: bool = True) -> str:
-    """Put back the source's numbers. Each one missing from `translation` (verbatim, or with "." and ","
-    swapped as the target language writes it) replaces, in order, a number the model made up; one
-    still missing goes in at its place among the words, unless it is small enough (0-12) that the
-    model may have written it out ("3" -> "three")."""
+    """Put back the source's numbers. Each one missing from `translation` (in any of its `number_forms`,
+    as the target language may write it) replaces, in order, a number the model made up; one still
+    missing goes in at its place among the words, unless it is small enough (0-12) that the model may
+    have written it out ("3" -> "three")."""
     wanted = list(NUMBER.finditer(source))
-    found = NUMBER.findall(translation)
-    missing = [m for m in wanted if m.group() not in found and number_key(m.group()) not in found]
-    numbers = {m.group() for m in wanted} | {number_key(m.group()) for m in wanted}
-    invented = [m for m in NUMBER.finditer(translation) if m.group() not in numbers]
+    found = {n.replace("–", "-") for n in NUMBER.findall(translation)}
+    missing = [m for m in wanted if not number_forms(m.group()) & found]
+    numbers = set().union(*(number_forms(m.group()) for m in wanted))
+    invented = [m for m in NUMBER.finditer(translation) if m.group().replace("–", "-") not in numbers]
     for m, number in reversed(list(zip(invented, missing))):
         translation = translation[:m.start()] + number.group() + translation[m.end():]
     n_words = max(len(source.split()), 1)

@@ -35,6 +35,7 @@ def fake_model(text: str) -> str:
                                                                                "%1$s", "%(count)s"]),
     ("Setze ${HOME} oder $PATH, speichere in C:\\Users\\Public und öffne ~/.config/app/x.toml.",
      ["${HOME}", "$PATH", "C:\\Users\\Public", "~/.config/app/x.toml"]),
+    ("Schlüsselwörter: #Übersetzung und @mtkit_de", ["#Übersetzung", "@mtkit_de"]),
     ("Siehe https://graph.microsoft.com/v1.0/groups/{id}. Dann ./run.sh in /usr/local/bin", [
      "https://graph.microsoft.com/v1.0/groups/{id}", "./run.sh", "/usr/local/bin"]),
 ])
@@ -47,7 +48,8 @@ def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
 
 
 def test_prose_with_percent_signs_slashes_and_braces_is_left_to_the_model():
-    source = "Eine 100%ige Lösung, 50 % Rabatt, 80 km/h, und/oder 24/7, Rad-/Wanderwege, {a b}, 5 $ und 3 %."
+    source = ("Eine 100%ige Lösung, 50 % Rabatt, 80 km/h, und/oder 24/7, Rad-/Wanderwege, {a b}, 5 $ und 3 %, "
+              "C# und F#, AT&T.")
     assert mask(source, lacks).text == source
 
 
@@ -127,6 +129,8 @@ def test_strip_ansi_removes_the_payload():
     ("Es kostet 1.234,56 Euro.", "It costs 1,234.56 euros.", "It costs 1,234.56 euros."),   # localized: kept
     ("Um 9:30 und 42 Mal", "At 2006 and 7 times", "At 9:30 and 42 times"),                 # in order
     ("Drei Katzen", "Three cats", "Three cats"),                                           # nothing to do
+    # a range with an en dash is one number, written with either dash (v5: "8-18 ... 12,9" became "8 ... 18")
+    ("Mo–Fr 8–18 Uhr, 12,99 €", "Mon-Fri 8-18, 12,9 €", "Mon-Fri 8-18, 12,99 €"),
 ])
 def test_repair_numbers(source, output, repaired):
     assert repair_numbers(source, output) == repaired
