@@ -42,8 +42,6 @@ PROTECTED = re.compile("|".join([
     # long run of "%0000..." linear
     r"\{\{[^{}\n]*\}\}|\{[\w.:,#+-]*\}|\{\\[^{}\n]*\}|\$\{[^{}\s]+\}|\$[A-Za-z_]\w*",
     r"%(?:\d{1,2}\$|\(\w{1,40}\))?[-+#0]{0,4}\d{0,3}(?:\.\d{1,3})?(?:hh|h|ll|l|L|z|j|t)?[diouxXeEfFgGcsp](?![A-Za-z])",
-    # hashtags and mentions, which name things as written: #Übersetzung, @mtkit
-    r"(?<![\w#@&])[#@][^\W_][\w-]*(?<!-)",
     # file paths: C:\Users\Public, ~/.config/app, ./run.sh, /usr/local/bin (not "km/h" or "and/or")
     r"\b[A-Za-z]:\\[^\s\"'<>|]*[^\s\"'<>|.,;:!?)\]]",
     r"(?<![^\s(\"'\[])(?:(?:~|\.{1,2})/[\w.-]+|/[\w.-]+/[\w.-]+)(?:/[\w.-]+)*(?<!\.)/?",

@@ -35,7 +35,6 @@ def fake_model(text: str) -> str:
                                                                                "%1$s", "%(count)s"]),
     ("Setze ${HOME} oder $PATH, speichere in C:\\Users\\Public und öffne ~/.config/app/x.toml.",
      ["${HOME}", "$PATH", "C:\\Users\\Public", "~/.config/app/x.toml"]),
-    ("Schlüsselwörter: #Übersetzung und @mtkit_de", ["#Übersetzung", "@mtkit_de"]),
     ("Siehe https://graph.microsoft.com/v1.0/groups/{id}. Dann ./run.sh in /usr/local/bin", [
      "https://graph.microsoft.com/v1.0/groups/{id}", "./run.sh", "/usr/local/bin"]),
 ])
@@ -48,8 +47,9 @@ def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
 
 
 def test_prose_with_percent_signs_slashes_and_braces_is_left_to_the_model():
+    # hashtags too: the model copies "#NAME#" (generaltest2022), and behind a person's name it read worse
     source = ("Eine 100%ige Lösung, 50 % Rabatt, 80 km/h, und/oder 24/7, Rad-/Wanderwege, {a b}, 5 $ und 3 %, "
-              "C# und F#, AT&T.")
+              "C# und F#, AT&T, #PRS_ORG# und @mtkit.")
     assert mask(source, lacks).text == source
 
 
