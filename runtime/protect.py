@@ -293,6 +293,17 @@ def repair_numbers(source: str, translation: str, insert_missing: bool = True) -
     return insert_at(translation, left) if insert_missing and left else translation
 
 
+TWO_DOTS = re.compile(r"(?<!\.)\.\.(?!\.)")
+
+
+def repair_ellipses(source: str, translation: str) -> str:
+    """The model writes ".." for "..." (all 15 sentences of newstest2013's first 1,000 that end with one
+    came out so): where the source has an ellipsis and no "..", each ".." goes back as its ellipsis."""
+    if TWO_DOTS.search(source) or not ("..." in source or "…" in source):
+        return translation
+    return TWO_DOTS.sub("..." if "..." in source else "…", translation)
+
+
 def fold(word: str) -> str:
     """`word` lower-cased without its accents, to compare a copy with its original."""
     return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mtkit.runtime.protect import (Masked, equivalents, mask, overlap_test, repair_copies, repair_numbers, strip_ansi,
-                                   unknown_runs, unmask, vocabulary_lacks)
+from mtkit.runtime.protect import (Masked, equivalents, mask, overlap_test, repair_copies, repair_ellipses,
+                                   repair_numbers, strip_ansi, unknown_runs, unmask, vocabulary_lacks)
 from mtkit.runtime.translator import CLAUSE_TOKENS, restore, split_long
 
 
@@ -134,6 +134,17 @@ def test_strip_ansi_removes_the_payload():
 ])
 def test_repair_numbers(source, output, repaired):
     assert repair_numbers(source, output) == repaired
+
+
+@pytest.mark.parametrize("source, output, repaired", [
+    ("Stellen Sie sich vor...", "Just imagine..", "Just imagine..."),
+    ("Na ja… mal sehen", "Well.. let's see..", "Well… let's see…"),
+    ("Ja.. nein", "Yes.. no", "Yes.. no"),                                  # the source's own ".." stays
+    ("Ja. Nein.", "Yes.. No.", "Yes.. No."),                                # no ellipsis: nothing to do
+    ("Und dann...", "And then...", "And then..."),
+])
+def test_repair_ellipses(source, output, repaired):
+    assert repair_ellipses(source, output) == repaired
 
 
 def test_restore_repairs_then_unmasks():
