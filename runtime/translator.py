@@ -540,6 +540,14 @@ class Translator:
         return self._document(paragraphs.translate_paragraphs, "document", document, to, options, from_lang, glossary,
                               **overrides)
 
+    def translate_po(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
+                     from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
+        """`document`, a gettext catalog (.po or .pot), with each message that has no translation yet
+        translated and flagged fuzzy, and all else kept (runtime/po.py). `to` defaults to the catalog's
+        Language. Options as for `translate`."""
+        from . import po
+        return self._document(po.translate_po, "document", document, to, options, from_lang, glossary, **overrides)
+
     def _document(self, translate, name: str, document: str, to, options, from_lang, glossary, **more) -> str:
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks
         `translate` makes: so a language the model lacks fails even for a document without words."""
