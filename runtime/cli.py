@@ -38,6 +38,7 @@ Examples:
   mt-translate --markdown -i README.de.md -o README.en.md
   mt-translate --paragraphs -i brief.txt                  # wrapped text: each paragraph as one
   mt-translate --po -i locale/de/LC_MESSAGES/app.po -o app.de.po    # gettext messages
+  mt-translate --json --to de -i locales/en.json -o locales/de.json
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -71,6 +72,9 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--po", is_flag=True, help="The input is a gettext catalog, .po or .pot (-i or stdin): each message "
                                         "without a translation gets one, flagged fuzzy; --to defaults to its "
                                         "Language.")
+@click.option("--json", "json_strings", is_flag=True, help="The input is JSON, such as a locale file (-i or stdin): "
+                                                         "its string values are translated; keys, structure and "
+                                                         "indentation are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -79,12 +83,13 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, html, batch_size, max_batch_tokens, max_batch_sentences,
+         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, html, batch_size, max_batch_tokens, max_batch_sentences,
          list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
-                                       ("--paragraphs", paragraphs), ("--po", po)) if given]
+                                       ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings))
+              if given]
     whole = check_usage(text, input_file, fmt, options, wholes, prefix, prefixes)   # a document translated whole
 
     from .text_io import InputError, check_argument, check_output, decode_lines, read_lines, same_file
@@ -172,7 +177,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     if whole:
         method = {"--html": functools.partial(translator.translate_html, split_sentences=not no_split),
                   "--subtitles": translator.translate_subtitles, "--markdown": translator.translate_markdown,
-                  "--paragraphs": translator.translate_paragraphs, "--po": translator.translate_po}[whole]
+                  "--paragraphs": translator.translate_paragraphs, "--po": translator.translate_po,
+                  "--json": translator.translate_json}[whole]
 
         def translate_one(document: str) -> str:
             return method(document, to, options, from_lang=from_lang or "auto", glossary=glossary)

@@ -548,6 +548,14 @@ class Translator:
         from . import po
         return self._document(po.translate_po, "document", document, to, options, from_lang, glossary, **overrides)
 
+    def translate_json(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
+                       from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
+        """`document`, JSON such as a locale file, with its string values translated and its keys,
+        structure and indentation kept (runtime/json_strings.py). Options as for `translate`."""
+        from . import json_strings
+        return self._document(json_strings.translate_json, "document", document, to, options, from_lang, glossary,
+                              **overrides)
+
     def _document(self, translate, name: str, document: str, to, options, from_lang, glossary, **more) -> str:
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks
         `translate` makes: so a language the model lacks fails even for a document without words."""

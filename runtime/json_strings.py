@@ -1,0 +1,87 @@
+"""JSON string files in, JSON out (`mt-translate --json`, `Translator.translate_json`): the string
+values of a locale file (i18next, vue-i18n, a Chrome or VS Code extension's messages, Flutter's ARB)
+translated, and its keys, nesting, order, other values and indentation kept.
+
+Keys starting with "@" hold metadata (ARB's "@key": {"description": ...}) and are kept as they
+are, but for ARB's "@@locale", which becomes the target language. A value is translated line by line, with the spaces around it kept, and what a program
+fills in ("{{count}}", "{name}", "%s") comes through as written (runtime/protect.py). ICU
+MessageFormat's plural and select ("{n, plural, one {# file} other {# files}}") would be taken apart,
+so such a value is kept and named in a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+from .errors import TranslationError
+from .po import keep_spaces
+
+ICU_CHOICE = re.compile(r"\{\s*\w+\s*,\s*(?:plural|select|selectordinal)\s*,")
+LETTER = re.compile(r"[^\W\d_]")
+
+
+class JsonWarning(UserWarning):
+    """A string value kept untranslated (ICU MessageFormat's plural or select)."""
+
+
+def translate_json(translator, document: str, to=None, options=None, *, from_lang: str = "auto", glossary=None,
+                   **overrides) -> str:
+    """`document` (JSON) with its string values translated into `to` and all else kept."""
+    if not document.strip():
+        return document
+    try:
+        data = json.loads(document)
+    except json.JSONDecodeError as e:
+        raise TranslationError(f"not JSON: {e}") from None
+    to = to or translator.default_language
+    if from_lang == "auto" and len(sources := {a for a, b in translator.directions if b == to}) == 1:
+        from_lang = sources.pop()       # a locale file is in one language: no detecting short strings
+    found: list[str] = []
+    _strings(data, found, "")
+    texts = list(dict.fromkeys(found))
+    lines = [line for text in texts for line in text.split("\n")]
+    done = iter(translator.translate(lines, to, options, from_lang=from_lang, glossary=glossary, **overrides))
+    translated = {text: "\n".join(keep_spaces(line, next(done).text) for line in text.split("\n")) for text in texts}
+    data = _replaced(data, translated)
+    if isinstance(data, dict) and isinstance(data.get("@@locale"), str):
+        data["@@locale"] = to                    # an ARB file names its language
+    out = json.dumps(data, ensure_ascii=False, indent=indentation(document))
+    return out + ("\n" if document.endswith("\n") else "")
+
+
+def _strings(value, found: list[str], path: str) -> None:
+    """The string values to translate under `value`, into `found`; a warning for each ICU choice kept."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not key.startswith("@"):
+                _strings(item, found, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _strings(item, found, f"{path}[{i}]")
+    elif isinstance(value, str) and LETTER.search(value):
+        if ICU_CHOICE.search(value):
+            warnings.warn(f"{path}: kept untranslated: an ICU plural or select, which would be taken apart",
+                          JsonWarning, stacklevel=2)
+        else:
+            found.append(value)
+
+
+def _replaced(value, translated: dict[str, str]):
+    """`value` with each string in `translated` replaced (keys starting with "@" as they are)."""
+    if isinstance(value, dict):
+        return {k: v if k.startswith("@") else _replaced(v, translated) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v, translated) for v in value]
+    return translated.get(value, value) if isinstance(value, str) else value
+
+
+def indentation(document: str) -> int | str | None:
+    """The indent of the document's first indented line (spaces counted, or a tab); None for JSON on
+    one line."""
+    found = re.search(r"\n([ \t]+)\S", document)
+    if not found:
+        return None
+    indent = found.group(1)
+    return "\t" if indent.startswith("\t") else len(indent)
