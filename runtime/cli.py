@@ -83,8 +83,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, html, batch_size, max_batch_tokens, max_batch_sentences,
-         list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, html, batch_size, max_batch_tokens,
+         max_batch_sentences, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),

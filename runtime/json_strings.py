@@ -3,10 +3,11 @@ values of a locale file (i18next, vue-i18n, a Chrome or VS Code extension's mess
 translated, and its keys, nesting, order, other values and indentation kept.
 
 Keys starting with "@" hold metadata (ARB's "@key": {"description": ...}) and are kept as they
-are, but for ARB's "@@locale", which becomes the target language. A value is translated line by line, with the spaces around it kept, and what a program
-fills in ("{{count}}", "{name}", "%s") comes through as written (runtime/protect.py). ICU
-MessageFormat's plural and select ("{n, plural, one {# file} other {# files}}") would be taken apart,
-so such a value is kept and named in a warning.
+are, but for ARB's "@@locale", which becomes the target language. Values are translated as
+messages.py says (line by line, their spaces kept), and what a program fills in ("{{count}}",
+"{name}", "%s") comes through as written (runtime/protect.py). ICU MessageFormat's plural and select
+("{n, plural, one {# file} other {# files}}") would be taken apart, so such a value is kept and
+named in a warning.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 import warnings
 
 from .errors import TranslationError
-from .po import keep_spaces
+from .messages import translate_messages
 
 ICU_CHOICE = re.compile(r"\{\s*\w+\s*,\s*(?:plural|select|selectordinal)\s*,")
 LETTER = re.compile(r"[^\W\d_]")
@@ -36,14 +37,10 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
     except json.JSONDecodeError as e:
         raise TranslationError(f"not JSON: {e}") from None
     to = to or translator.default_language
-    if from_lang == "auto" and len(sources := {a for a, b in translator.directions if b == to}) == 1:
-        from_lang = sources.pop()       # a locale file is in one language: no detecting short strings
     found: list[str] = []
     _strings(data, found, "")
-    texts = list(dict.fromkeys(found))
-    lines = [line for text in texts for line in text.split("\n")]
-    done = iter(translator.translate(lines, to, options, from_lang=from_lang, glossary=glossary, **overrides))
-    translated = {text: "\n".join(keep_spaces(line, next(done).text) for line in text.split("\n")) for text in texts}
+    translated = translate_messages(translator, found, to, options, from_lang=from_lang, glossary=glossary,
+                                    **overrides)
     data = _replaced(data, translated)
     if isinstance(data, dict) and isinstance(data.get("@@locale"), str):
         data["@@locale"] = to                    # an ARB file names its language

@@ -75,6 +75,7 @@ class Masked:
     text: str
     spans: list[Span] = field(default_factory=list)
     copies: list[str] = field(default_factory=list)     # words with rare characters (repair_copies)
+    capitals: bool = False                               # written in capitals, read in usual case (casing.py)
 
 
 def strip_ansi(text: str) -> str:

@@ -27,8 +27,8 @@ import numpy as np
 
 from . import bundle, language_id
 from .batching import decode_all
-from .casing import in_capitals, to_capitals, usual_case
 from .bundle_format import BundleConfig, BundleError
+from .casing import in_capitals, to_capitals, usual_case
 from .decode_budget import default_budget
 from .decode_options import DecodeOptions
 from .errors import ModelLoadError, ProviderError, TranslationError
@@ -119,7 +119,6 @@ class _Segment:
     parts: list[int] = field(default_factory=list)     # indices into the flat list of decoded sources
     kept: str = ""                                     # the sentence itself, when not translated
     masked: Masked | None = None                       # what the model saw, with the spans to put back
-    capitals: bool = False                             # written in capitals: read in usual case (casing.py)
     source: str = ""                                   # the sentence cleaned, before masking
     terms: Terms | None = None                         # the glossary's terms for it
     prefix: str = ""                                   # what its translation must start with, as given
@@ -608,7 +607,8 @@ class Translator:
                 segments.append(_Segment(clean_space(lead), clean_space(trail), clean_space(sep)))
                 plain = clean(strip_ansi(core)).strip()
                 segments[-1].source = plain
-                core = self._mask(segments[-1]).text
+                segments[-1].masked = self._mask(segments[-1])
+                core = segments[-1].masked.text
                 if language_id.has_letters(plain) and not language_id.has_letters(core):
                     # words, but all in a script the model lacks (what is left: punctuation, numbers)
                     language = self.unknown_script(plain, from_lang)
@@ -632,7 +632,8 @@ class Translator:
                         continue
                     if glossary and (terms := glossary.terms(language.language, to)):
                         segments[-1].terms = terms
-                        core = self._mask(segments[-1]).text
+                        segments[-1].masked = self._mask(segments[-1])
+                        core = segments[-1].masked.text
                     owners.append((i, len(segments) - 1))
                     cores.append(core)
             layouts.append(segments)
@@ -701,9 +702,8 @@ class Translator:
             translation = self._restore(seg, self.model_text(results[seg.parts[0]].hypotheses[0].tokens))
             if not (lost := [word for word in seg.masked.copies if word not in translation]):
                 continue
-            first = seg.masked
-            ids = self.tokenizer.encode(self._mask(seg, names=lost).text)
-            seg.masked, masked = first, seg.masked
+            masked = self._mask(seg, names=lost)
+            ids = self.tokenizer.encode(masked.text)
             if len(ids) <= min(CLAUSE_TOKENS, limit):
                 again.append((seg, masked, source_ids(ids, tag, limit + 2)))
         if not again:
@@ -715,15 +715,13 @@ class Translator:
                 seg.masked, sources[seg.parts[0]], results[seg.parts[0]] = masked, ids, result
 
     def _mask(self, seg: _Segment, names: Collection[str] = ()) -> Masked:
-        """`seg.masked`, its sentence as the model reads it (protect.mask, with its glossary terms and
-        `names`), in usual case where it is written in capitals (casing.py)."""
+        """A segment's sentence as the model is to read it: protect.mask (with its glossary terms and
+        `names`), then in usual case if it is written in capitals (casing.py)."""
         masked = mask(seg.source, self._lacks, terms=seg.terms, readable=self._readable, names=names)
-        placeholders = {span.placeholder for span in masked.spans if span.placeholder}
-        seg.capitals = in_capitals(masked.text, placeholders | set(masked.copies))
-        if seg.capitals:
-            masked.text = usual_case(masked.text, self._word_count, lambda word: len(self.tokenizer.encode(word)),
-                                     placeholders | set(masked.copies))
-        seg.masked = masked
+        kept = {span.placeholder for span in masked.spans if span.placeholder} | set(masked.copies)
+        if in_capitals(masked.text, kept):
+            masked.text = usual_case(masked.text, self._word_count, lambda word: len(self.tokenizer.encode(word)), kept)
+            masked.capitals = True
         return masked
 
     def _word_count(self, word: str) -> int:
@@ -732,7 +730,7 @@ class Translator:
 
     def _restore(self, seg: _Segment, body: str) -> str:
         """A sentence's translation with what `_mask` changed put back: capitals, numbers, spans."""
-        if seg.capitals and not seg.prefix:
+        if seg.masked.capitals and not seg.prefix:
             body = to_capitals(body, {span.placeholder for span in seg.masked.spans if span.placeholder})
         if seg.prefix:
             return restore_after(seg.prefix, seg.written, body, seg.masked)

@@ -24,7 +24,8 @@ def test_in_capitals(text, keep, expected):
 def test_usual_case_takes_the_spelling_counted_most_else_the_fewest_pieces():
     count = lambda word: COUNTS.get(word, 0)                               # noqa: E731
     pieces = lambda word: 1 if word == "Zeit" else len(word)               # noqa: E731
-    assert usual_case("ICH HABE ZEIT IM RAUM, I AND NASA.", count, pieces) == "Ich habe Zeit im Raum, I and NASA."
+    assert usual_case("ICH HABE ZEIT IM RAUM, I AND NASA.", count, pieces) == \
+        "Ich habe Zeit im Raum, I and NASA."
     assert usual_case("„ICH UND Tom“", count, pieces, keep={"Tom"}) == "„Ich und Tom“"   # the first letter a capital
 
 

@@ -1,0 +1,26 @@
+"""The messages of a program's catalogs (--po, --json): short strings, all in one language, some over
+several lines, some with spaces around them that the program relies on ("Error: ")."""
+
+from __future__ import annotations
+
+
+def translate_messages(translator, messages: list[str], to: str, options=None, *, from_lang: str = "auto",
+                       glossary=None, **overrides) -> dict[str, str]:
+    """Each message's translation into `to`: line by line, with the spaces around each line kept. With
+    `from_lang` "auto", from the one language the model translates into `to` from, when there is one:
+    a catalog is never in its target language, and detecting short strings one by one fails ("Name")."""
+    if from_lang == "auto" and len(sources := {a for a, b in translator.directions if b == to}) == 1:
+        from_lang = sources.pop()
+    messages = list(dict.fromkeys(messages))
+    lines = [line for message in messages for line in message.split("\n")]
+    done = iter(translator.translate(lines, to, options, from_lang=from_lang, glossary=glossary, **overrides))
+    return {message: "\n".join(keep_spaces(line, next(done).text) for line in message.split("\n"))
+            for message in messages}
+
+
+def keep_spaces(source: str, translation: str) -> str:
+    """`translation` with the white space `source` had before and after it."""
+    if not source.strip():
+        return source
+    lead, trail = source[: len(source) - len(source.lstrip())], source[len(source.rstrip()):]
+    return lead + translation.strip() + trail
