@@ -6,8 +6,8 @@ Keys starting with "@" hold metadata (ARB's "@key": {"description": ...}) and ar
 are, but for ARB's "@@locale", which becomes the target language. Values are translated as
 messages.py says (line by line, their spaces kept), and what a program fills in ("{{count}}",
 "{name}", "%s") comes through as written (runtime/protect.py). ICU MessageFormat's plural and select
-("{n, plural, one {# file} other {# files}}") would be taken apart, so such a value is kept and
-named in a warning.
+("{n, plural, one {# file} other {# files}}") are translated branch by branch, each as a whole
+sentence (runtime/icu.py); one whose braces do not match is kept and named in a warning.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import json
 import re
 import warnings
 
+from . import icu
 from .errors import TranslationError
 from .messages import translate_messages
 
-ICU_CHOICE = re.compile(r"\{\s*\w+\s*,\s*(?:plural|select|selectordinal)\s*,")
 LETTER = re.compile(r"[^\W\d_]")
 
 
 class JsonWarning(UserWarning):
-    """A string value kept untranslated (ICU MessageFormat's plural or select)."""
+    """A string value kept untranslated (an ICU plural or select that cannot be read)."""
 
 
 def translate_json(translator, document: str, to=None, options=None, *, from_lang: str = "auto", glossary=None,
@@ -49,7 +49,7 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
 
 
 def _strings(value, found: list[str], path: str) -> None:
-    """The string values to translate under `value`, into `found`; a warning for each ICU choice kept."""
+    """The texts to translate under `value`, into `found`; a warning for each string kept."""
     if isinstance(value, dict):
         for key, item in value.items():
             if not key.startswith("@"):
@@ -58,11 +58,14 @@ def _strings(value, found: list[str], path: str) -> None:
         for i, item in enumerate(value):
             _strings(item, found, f"{path}[{i}]")
     elif isinstance(value, str) and LETTER.search(value):
-        if ICU_CHOICE.search(value):
-            warnings.warn(f"{path}: kept untranslated: an ICU plural or select, which would be taken apart",
-                          JsonWarning, stacklevel=2)
-        else:
+        if not icu.has_choice(value):
             found.append(value)
+            return
+        try:
+            found += icu.texts(icu.parse(value))
+        except ValueError as e:
+            warnings.warn(f"{path}: kept untranslated: an ICU plural or select that cannot be read ({e})",
+                          JsonWarning, stacklevel=2)
 
 
 def _replaced(value, translated: dict[str, str]):
@@ -71,7 +74,14 @@ def _replaced(value, translated: dict[str, str]):
         return {k: v if k.startswith("@") else _replaced(v, translated) for k, v in value.items()}
     if isinstance(value, list):
         return [_replaced(v, translated) for v in value]
-    return translated.get(value, value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    if icu.has_choice(value):
+        try:
+            return icu.rebuild(icu.parse(value), lambda text: translated.get(text, text))
+        except ValueError:                       # kept, with a warning (_strings)
+            return value
+    return translated.get(value, value)
 
 
 def indentation(document: str) -> int | str | None:

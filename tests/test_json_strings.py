@@ -19,13 +19,15 @@ GREEDY = {"from_lang": "de", "beam_size": 1}
 def test_string_values_are_translated_and_all_else_kept(fixture_translator):
     data = {"a": {"title": GERMAN[0], "count": 3, "on": True, "none": None, "list": [GERMAN[1], "42", 1.5]},
             "lines": f"  {GERMAN[2]}\n{GERMAN[3]} ", "again": GERMAN[0],
-            "plural": "{n, plural, one {# Datei} other {# Dateien}}",
+            "plural": f"{{n, plural, one {{{GERMAN[7]}}} other {{{GERMAN[8]}}}}}",
+            "broken": "{n, plural, one {x}",
             "@@locale": "de", "@title": {"description": GERMAN[4]}}
     document = json.dumps(data, ensure_ascii=False, indent=4) + "\n"
-    with pytest.warns(JsonWarning, match="plural: kept untranslated"):
+    with pytest.warns(JsonWarning, match="broken: kept untranslated: an ICU plural or select that cannot be read"):
         out = fixture_translator.translate_json(document, to="en", **GREEDY)
     expected = {**data, "a": {**data["a"], "title": ENGLISH[0], "list": [ENGLISH[1], "42", 1.5]},
-                "lines": f"  {ENGLISH[2]}\n{ENGLISH[3]} ", "again": ENGLISH[0], "@@locale": "en"}
+                "lines": f"  {ENGLISH[2]}\n{ENGLISH[3]} ", "again": ENGLISH[0], "@@locale": "en",
+                "plural": f"{{n, plural, one {{{ENGLISH[7]}}} other {{{ENGLISH[8]}}}}}"}      # each branch
     assert out == json.dumps(expected, ensure_ascii=False, indent=4) + "\n"      # order, indent and newline kept
 
 
@@ -48,10 +50,10 @@ def test_a_file_that_is_no_json_is_a_clear_error(fixture_translator):
 def test_cli_json(fixture_bundle, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
     source = tmp_path / "de.json"
-    source.write_text(json.dumps({"x": GERMAN[6], "y": "{n, select, a {A} other {B}}"}), encoding="utf-8")
+    source.write_text(json.dumps({"x": GERMAN[6], "y": "{n, select, a {A} other {B}"}), encoding="utf-8")
     code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", "--to", "en",
                                    "--json", "-i", str(source)], capsys)
-    assert code == 0 and json.loads(out) == {"x": ENGLISH[6], "y": "{n, select, a {A} other {B}}"}
+    assert code == 0 and json.loads(out) == {"x": ENGLISH[6], "y": "{n, select, a {A} other {B}"}
     assert "warning: document: y: kept untranslated" in err
     source.write_text("{nope", encoding="utf-8")
     code, _, err = invoke(main, ["--json", "-i", str(source)], capsys)
