@@ -34,8 +34,8 @@ from .decode_options import DecodeOptions
 from .errors import ModelLoadError, ProviderError, TranslationError
 from .language_id import LanguageWarning, SourceLanguage
 from .prefix import Prefix
-from .protect import (Masked, equivalents, mask, repair_copies, repair_ellipses, repair_numbers, strip_ansi, unmask,
-                      vocabulary_lacks)
+from .protect import (Masked, equivalents, mask, repair_copies, repair_ellipses, repair_emphasis, repair_numbers,
+                      strip_ansi, unmask, vocabulary_lacks)
 from .repetition import Pieces
 from .search import Hypothesis as SearchHypothesis, beam_score
 from .sentences import split
@@ -211,11 +211,12 @@ def clean_space(space: str) -> str:
 
 
 def restore(translation: str, masked: Masked | None) -> str:
-    """A sentence's translation with its numbers and ellipses repaired and its protected spans put back
-    (protect.py)."""
+    """A sentence's translation with its numbers, ellipses and final marks repaired and its protected spans
+    put back (protect.py)."""
     if masked is None:
         return translation
-    translation = repair_ellipses(masked.text, repair_numbers(masked.text, translation))
+    for repair in (repair_numbers, repair_ellipses, repair_emphasis):
+        translation = repair(masked.text, translation)
     return unmask(repair_copies(masked.copies, translation), masked.spans)
 
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mtkit.runtime.protect import (Masked, equivalents, mask, overlap_test, repair_copies, repair_ellipses,
-                                   repair_numbers, strip_ansi, unknown_runs, unmask, vocabulary_lacks)
+                                   repair_emphasis, repair_numbers, strip_ansi, unknown_runs, unmask, vocabulary_lacks)
 from mtkit.runtime.translator import CLAUSE_TOKENS, restore, split_long
 
 
@@ -145,6 +145,18 @@ def test_repair_numbers(source, output, repaired):
 ])
 def test_repair_ellipses(source, output, repaired):
     assert repair_ellipses(source, output) == repaired
+
+
+@pytest.mark.parametrize("source, output, repaired", [
+    ("Hilfe!!!", "Help!", "Help!!!"),
+    ("Ich hab's dir doch gesagt!!!", "I told you..", "I told you!!!"),
+    ("Wirklich???", "Really", "Really???"),
+    ('Er sagte: „Nein?!“', 'He said, "No."', 'He said, "No?!"'),                 # inside the closing quote
+    ("Toll!", "Great.", "Great."),                                           # one mark: the model's choice
+    ("Na ja...", "Well..", "Well.."),                                        # not ! or ?: repair_ellipses'
+])
+def test_repair_emphasis(source, output, repaired):
+    assert repair_emphasis(source, output) == repaired
 
 
 def test_restore_repairs_then_unmasks():
