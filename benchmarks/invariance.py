@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--limit", type=int, default=0, help="Sentences per set (0 = all).")
     parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None, help="A JSON file for the report.")
     parser.add_argument("--sets", default=",".join(SETS), help="Comma-separated, of: %(default)s.")
     parser.add_argument("--beams", default="1,4", help="Comma-separated beam sizes (default: %(default)s).")
     args = parser.parse_args(argv)
@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> None:
     if unknown := set(sets) - set(SETS):
         parser.error(f"unknown set(s) {', '.join(sorted(unknown))}: known are {', '.join(SETS)}")
     beams = [int(b) for b in args.beams.split(",")]
+    if args.out and (args.out.is_dir() or not args.out.parent.is_dir()):     # found before the work, not after
+        parser.error(f"--out {args.out}: give a file in an existing folder, for the report in JSON")
     translator = Translator(args.model, threads=args.threads, variant=args.variant)
     data_dir = args.data_dir or default_data_dir()
     report = {"model": str(translator.path), "variant": translator.variant, "threads": args.threads,

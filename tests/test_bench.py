@@ -529,3 +529,12 @@ def test_the_old_int8_budget_can_run_beside_the_default(fixture_checkpoint, data
     engines = json.loads((out / "results.json").read_text())["engines"]
     assert "32 rows / 1024 tokens" in engines["ort-int8"]["impl"]
     assert "64 rows / 4096 tokens" in engines["ort-int8-64"]["impl"]
+
+
+@pytest.mark.parametrize("out", ["", "missing/report.json"])
+def test_invariance_checks_its_report_file_before_the_work(tmp_path, capsys, out):
+    from mtkit.benchmarks.invariance import main as invariance
+
+    with pytest.raises(SystemExit) as exited:
+        invariance(["--out", str(tmp_path / out)])
+    assert exited.value.code == 2 and "give a file in an existing folder" in capsys.readouterr().err
