@@ -20,7 +20,6 @@ removed span, go back at the same share of the words ("Pizza 🍕 und Bier 🍺"
 from __future__ import annotations
 
 import bisect
-import difflib
 import itertools
 import re
 import unicodedata
@@ -327,6 +326,8 @@ def fold(word: str) -> str:
 def repair_copies(words: list[str], translation: str) -> str:
     """Put back words with rare characters that the model copied from their byte pieces a little wrong
     ("kříž" -> "kříš"): each one missing from `translation` replaces the word there most like it."""
+    import difflib                  # only when a sentence has such words: it stays off the start-up path
+
     for word in dict.fromkeys(words):
         if word in translation:
             continue
