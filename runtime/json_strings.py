@@ -18,9 +18,9 @@ import warnings
 
 from . import icu
 from .errors import TranslationError
+from .language_id import has_letters
 from .messages import translate_messages
 
-LETTER = re.compile(r"[^\W\d_]")
 
 
 class JsonWarning(UserWarning):
@@ -38,49 +38,50 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
         raise TranslationError(f"not JSON: {e}") from None
     to = to or translator.default_language
     found: list[str] = []
-    _strings(data, found, "")
+    choices: dict[str, icu.Message] = {}
+    _strings(data, found, choices, "")
     translated = translate_messages(translator, found, to, options, from_lang=from_lang, glossary=glossary,
                                     **overrides)
-    data = _replaced(data, translated)
+    data = _replaced(data, translated, choices)
     if isinstance(data, dict) and isinstance(data.get("@@locale"), str):
         data["@@locale"] = to                    # an ARB file names its language
     out = json.dumps(data, ensure_ascii=False, indent=indentation(document))
     return out + ("\n" if document.endswith("\n") else "")
 
 
-def _strings(value, found: list[str], path: str) -> None:
-    """The texts to translate under `value`, into `found`; a warning for each string kept."""
+def _strings(value, found: list[str], choices: dict[str, icu.Message], path: str) -> None:
+    """The texts to translate under `value`, into `found`, and each ICU choice read, into `choices`; a
+    warning for each string kept."""
     if isinstance(value, dict):
         for key, item in value.items():
             if not key.startswith("@"):
-                _strings(item, found, f"{path}.{key}" if path else key)
+                _strings(item, found, choices, f"{path}.{key}" if path else key)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _strings(item, found, f"{path}[{i}]")
-    elif isinstance(value, str) and LETTER.search(value):
+            _strings(item, found, choices, f"{path}[{i}]")
+    elif isinstance(value, str) and has_letters(value):
         if not icu.has_choice(value):
             found.append(value)
             return
         try:
-            found += icu.texts(icu.parse(value))
+            choices[value] = icu.parse(value)
+            found += icu.texts(choices[value])
         except ValueError as e:
             warnings.warn(f"{path}: kept untranslated: an ICU plural or select that cannot be read ({e})",
                           JsonWarning, stacklevel=2)
 
 
-def _replaced(value, translated: dict[str, str]):
-    """`value` with each string in `translated` replaced (keys starting with "@" as they are)."""
+def _replaced(value, translated: dict[str, str], choices: dict[str, icu.Message]):
+    """`value` with each string in `translated` replaced, and each choice in `choices` written again with
+    its texts translated (keys starting with "@" as they are)."""
     if isinstance(value, dict):
-        return {k: v if k.startswith("@") else _replaced(v, translated) for k, v in value.items()}
+        return {k: v if k.startswith("@") else _replaced(v, translated, choices) for k, v in value.items()}
     if isinstance(value, list):
-        return [_replaced(v, translated) for v in value]
+        return [_replaced(v, translated, choices) for v in value]
     if not isinstance(value, str):
         return value
-    if icu.has_choice(value):
-        try:
-            return icu.rebuild(icu.parse(value), lambda text: translated.get(text, text))
-        except ValueError:                       # kept, with a warning (_strings)
-            return value
+    if value in choices:
+        return icu.rebuild(choices[value], lambda text: translated.get(text, text))
     return translated.get(value, value)
 
 

@@ -9,8 +9,8 @@ def translate_messages(translator, messages: list[str], to: str, options=None, *
     """Each message's translation into `to`: line by line, with the spaces around each line kept. With
     `from_lang` "auto", from the one language the model translates into `to` from, when there is one:
     a catalog is never in its target language, and detecting short strings one by one fails ("Name")."""
-    if from_lang == "auto" and len(sources := {a for a, b in translator.directions if b == to}) == 1:
-        from_lang = sources.pop()
+    if from_lang == "auto" and len(sources := translator.sources_into(to)) == 1:
+        from_lang = sources[0]
     messages = list(dict.fromkeys(messages))
     lines = [line for message in messages for line in message.split("\n")]
     done = iter(translator.translate(lines, to, options, from_lang=from_lang, glossary=glossary, **overrides))

@@ -76,6 +76,11 @@ class Masked:
     copies: list[str] = field(default_factory=list)     # words with rare characters (repair_copies)
     capitals: bool = False                               # written in capitals, read in usual case (casing.py)
 
+    @property
+    def placeholders(self) -> set[str]:
+        """The names standing in for spans, which go back as written."""
+        return {span.placeholder for span in self.spans if span.placeholder}
+
 
 def strip_ansi(text: str) -> str:
     """`text` without ANSI escape sequences (and their parameters)."""
@@ -281,10 +286,10 @@ def repair_numbers(source: str, translation: str, insert_missing: bool = True) -
     missing goes in at its place among the words, unless it is small enough (0-12) that the model may
     have written it out ("3" -> "three")."""
     wanted = list(NUMBER.finditer(source))
-    found = {n.replace("–", "-") for n in NUMBER.findall(translation)}
+    found = set().union(*(number_forms(n) for n in NUMBER.findall(translation)))
     missing = [m for m in wanted if not number_forms(m.group()) & found]
     numbers = set().union(*(number_forms(m.group()) for m in wanted))
-    invented = [m for m in NUMBER.finditer(translation) if m.group().replace("–", "-") not in numbers]
+    invented = [m for m in NUMBER.finditer(translation) if not number_forms(m.group()) & numbers]
     for m, number in reversed(list(zip(invented, missing))):
         translation = translation[:m.start()] + number.group() + translation[m.end():]
     n_words = max(len(source.split()), 1)

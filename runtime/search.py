@@ -7,8 +7,8 @@ run this same search, their outputs can be compared token for token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 import numpy as np

@@ -35,6 +35,8 @@ MOST_JOINED = 4             # cues translated as one sentence at most
 OVERRIDES = re.compile(r"^\s*(?:\{\\(?![ibus][01]\})[^{}\n]*\}\s*)+")
 STYLES = {f"{{\\{k}{on}}}": f"<{'/' * (1 - on)}{k}>" for k in "ibus" for on in (1, 0)}
 STYLE = re.compile("|".join(map(re.escape, STYLES)))
+SSA_STYLES = {tag: ssa for ssa, tag in STYLES.items()}
+SSA_STYLE = re.compile("|".join(map(re.escape, SSA_STYLES)))
 
 
 def looks_like_subtitles(text: str) -> bool:
@@ -175,8 +177,7 @@ def _translated(translator, texts: list[str], vtt: bool, to, options, settings: 
         fragments = translate_fragments(translator, [texts[i] for i in marked], to, options, **settings)
         for i, fragment in zip(marked, fragments):   # WebVTT reads entities; SRT players show them as they are
             done[i] = fragment if vtt else html.unescape(fragment)
-    back = {tag: ssa for ssa, tag in STYLES.items()}
-    done = [re.sub("|".join(back), lambda m: back[m.group()], t) if ssa else t for t, ssa in zip(done, styled)]
+    done = [SSA_STYLE.sub(lambda m: SSA_STYLES[m.group()], t) if ssa else t for t, ssa in zip(done, styled)]
     return [lead + text if text else "" for lead, text in zip(leads, done)]
 
 

@@ -719,7 +719,7 @@ class Translator:
         """A segment's sentence as the model is to read it: protect.mask (with its glossary terms and
         `names`), then in usual case if it is written in capitals (casing.py)."""
         masked = mask(seg.source, self._lacks, terms=seg.terms, readable=self._readable, names=names)
-        kept = {span.placeholder for span in masked.spans if span.placeholder} | set(masked.copies)
+        kept = masked.placeholders | set(masked.copies)
         if in_capitals(masked.text, kept):
             masked.text = usual_case(masked.text, self._word_count, lambda word: len(self.tokenizer.encode(word)), kept)
             masked.capitals = True
@@ -732,7 +732,7 @@ class Translator:
     def _restore(self, seg: _Segment, body: str) -> str:
         """A sentence's translation with what `_mask` changed put back: capitals, numbers, spans."""
         if seg.masked.capitals and not seg.prefix:
-            body = to_capitals(body, {span.placeholder for span in seg.masked.spans if span.placeholder})
+            body = to_capitals(body, seg.masked.placeholders)
         if seg.prefix:
             return restore_after(seg.prefix, seg.written, body, seg.masked)
         return restore(body, seg.masked)
@@ -753,12 +753,16 @@ class Translator:
         """A prefix as the model's pieces spell it (SentencePiece's whitespace and Unicode normalisation)."""
         return self.tokenizer.decode(self.tokenizer.encode(prefix.strip()))
 
+    def sources_into(self, to: str) -> list[str]:
+        """The languages this model translates into `to` from ([] if its config names no directions)."""
+        return [a for a, b in self.directions if b == to]
+
     def source_language(self, sentence: str, to: str, from_lang: str = "auto") -> SourceLanguage:
         """The language of one sentence for a translation into `to`, and whether it needs translating:
         `from_lang` as given, or (for "auto") detected by `language_id.choose`."""
         if from_lang != "auto":
             return SourceLanguage(from_lang, None)
-        sources = [a for a, b in self.directions if b == to] or [s for s in self.source_languages if s != to]
+        sources = self.sources_into(to) or [s for s in self.source_languages if s != to]
         return language_id.choose(sentence, to, sources, self.lexicon)
 
     def unknown_script(self, sentence: str, from_lang: str = "auto") -> SourceLanguage:

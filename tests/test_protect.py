@@ -136,27 +136,21 @@ def test_repair_numbers(source, output, repaired):
     assert repair_numbers(source, output) == repaired
 
 
-@pytest.mark.parametrize("source, output, repaired", [
-    ("Stellen Sie sich vor...", "Just imagine..", "Just imagine..."),
-    ("Na ja… mal sehen", "Well.. let's see..", "Well… let's see…"),
-    ("Ja.. nein", "Yes.. no", "Yes.. no"),                                  # the source's own ".." stays
-    ("Ja. Nein.", "Yes.. No.", "Yes.. No."),                                # no ellipsis: nothing to do
-    ("Und dann...", "And then...", "And then..."),
+@pytest.mark.parametrize("repair, source, output, repaired", [
+    (repair_ellipses, "Stellen Sie sich vor...", "Just imagine..", "Just imagine..."),
+    (repair_ellipses, "Na ja… mal sehen", "Well.. let's see..", "Well… let's see…"),
+    (repair_ellipses, "Ja.. nein", "Yes.. no", "Yes.. no"),                  # the source's own ".." stays
+    (repair_ellipses, "Ja. Nein.", "Yes.. No.", "Yes.. No."),                # no ellipsis: nothing to do
+    (repair_ellipses, "Und dann...", "And then...", "And then..."),
+    (repair_emphasis, "Hilfe!!!", "Help!", "Help!!!"),
+    (repair_emphasis, "Ich hab's dir doch gesagt!!!", "I told you..", "I told you!!!"),
+    (repair_emphasis, "Wirklich???", "Really", "Really???"),
+    (repair_emphasis, 'Er sagte: „Nein?!“', 'He said, "No."', 'He said, "No?!"'),   # inside the closing quote
+    (repair_emphasis, "Toll!", "Great.", "Great."),                         # one mark: the model's choice
+    (repair_emphasis, "Na ja...", "Well..", "Well.."),                      # not ! or ?: repair_ellipses'
 ])
-def test_repair_ellipses(source, output, repaired):
-    assert repair_ellipses(source, output) == repaired
-
-
-@pytest.mark.parametrize("source, output, repaired", [
-    ("Hilfe!!!", "Help!", "Help!!!"),
-    ("Ich hab's dir doch gesagt!!!", "I told you..", "I told you!!!"),
-    ("Wirklich???", "Really", "Really???"),
-    ('Er sagte: „Nein?!“', 'He said, "No."', 'He said, "No?!"'),                 # inside the closing quote
-    ("Toll!", "Great.", "Great."),                                           # one mark: the model's choice
-    ("Na ja...", "Well..", "Well.."),                                        # not ! or ?: repair_ellipses'
-])
-def test_repair_emphasis(source, output, repaired):
-    assert repair_emphasis(source, output) == repaired
+def test_repair_ellipses_and_emphasis(repair, source, output, repaired):
+    assert repair(source, output) == repaired
 
 
 def test_restore_repairs_then_unmasks():
