@@ -400,10 +400,11 @@ class _Block:
             before = paths[n - 1] if n else ()
             after = paths[n + 1] if n + 1 < len(paths) else self.end_path
             lead, core, tail = PUNCTUATION.fullmatch(word.text).groups()
-            if not core:
-                lead, tail = "", lead + tail
-            pieces += [(lead, _common(word.path, before), bool(n)), (core, word.path, bool(n) and not lead),
-                       (tail, _common(word.path, after), False)]
+            if core:
+                pieces += [(lead, _common(word.path, before), bool(n)), (core, word.path, bool(n) and not lead),
+                           (tail, _common(word.path, after), False)]
+            else:               # punctuation alone ("order !", ";)"): spaced as the translation has it
+                pieces.append((word.text, _common(word.path, before), bool(n)))
             if word.after:
                 pieces.append((None, word.path, word.after))
         return [piece for piece in pieces if piece[0] != ""]

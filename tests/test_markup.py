@@ -304,3 +304,13 @@ def test_a_paragraph_without_sentence_ends_is_translated_in_runs_of_clauses(spli
     assert [w.text for unit in units for w in unit] == [*words, "x"]          # all of them, in order
     assert all(len(unit) <= MAX_UNIT_WORDS for unit in units)
     assert [unit[-1].text for unit in units[:2]] == ["w69,", "w139,"]
+
+
+def test_punctuation_standing_alone_keeps_its_space():
+    """"stornieren !" comes back as the plain-text translation has it ("cancel !"), not glued on."""
+    from mtkit.runtime.markup import _Word
+
+    [block] = [_Block(c) for c in _chunks(_events("<p>Ich <b>muss</b> stornieren ! ;)</p>")) if isinstance(c, list)]
+    block.targets = [_Word("I", ()), _Word("must", block.words[1].path), _Word("cancel", ()), _Word("!", ()),
+                     _Word(";)", ())]
+    assert block.render() == "I <b>must</b> cancel ! ;)"
