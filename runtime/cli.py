@@ -39,6 +39,7 @@ Examples:
   mt-translate --paragraphs -i brief.txt                  # wrapped text: each paragraph as one
   mt-translate --po -i locale/de/LC_MESSAGES/app.po -o app.de.po    # gettext messages
   mt-translate --json --to de -i locales/en.json -o locales/de.json
+  mt-translate --docx -i bericht.docx -o report.docx
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -75,6 +76,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--json", "json_strings", is_flag=True, help="The input is JSON, such as a locale file (-i or stdin): "
                                                          "its string values are translated; keys, structure and "
                                                          "indentation are kept.")
+@click.option("--docx", is_flag=True, help="The input is a Word document, .docx (-i or stdin): its text is translated; "
+                                          "formatting, tables, pictures, fields and links are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -83,16 +86,16 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, html, batch_size, max_batch_tokens,
-         max_batch_sentences, list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, docx, html, batch_size,
+         max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
-                                       ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings))
-              if given]
-    whole = check_usage(text, input_file, fmt, options, wholes, prefix, prefixes)   # a document translated whole
+                                       ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
+                                       ("--docx", docx)) if given]
+    whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
-    from .text_io import InputError, check_argument, check_output, decode_lines, read_lines, same_file
+    from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, same_file
 
     # Checked before the model loads: the arguments as a file's lines are, that -o can be written, the glossary.
     try:
@@ -149,6 +152,16 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     asked_for_auto = click.get_current_context().get_parameter_source("provider") != ParameterSource.DEFAULT
     if provider == "auto" and asked_for_auto and not quiet:
         print(f"{PROG}: provider auto: using {translator.provider} ({translator.provider_note})", file=sys.stderr)
+
+    if whole == "--docx":            # bytes in and out, not lines
+        try:
+            document = open_binary(input_file).read() if input_file and input_file != "-" else sys.stdin.buffer.read()
+            write_output(output, lambda out: write_documents(out, lambda d: translator.translate_docx(
+                d, to, options, from_lang=from_lang or "auto", glossary=glossary), [document], newline=False),
+                binary=True)
+        except (TranslationError, InputError) as e:
+            raise CommandError(f"{input_file or 'stdin'}: {e}" if isinstance(e, TranslationError) else str(e)) from None
+        return
 
     # Input: arguments, a whole file (checked before any work), or stdin as a stream.
     total = None
@@ -230,7 +243,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise CommandError(str(e)) from None
 
 
-def check_usage(text, input_file, fmt, options, wholes: list[str], prefix, prefixes) -> str | None:
+def check_usage(text, input_file, output, fmt, options, wholes: list[str], prefix, prefixes) -> str | None:
     """A UsageError for flags that do not go together, before anything loads; else the document flag
     given (--html, ...), if any."""
     whole = wholes[0] if wholes else None
@@ -251,6 +264,10 @@ def check_usage(text, input_file, fmt, options, wholes: list[str], prefix, prefi
         raise click.UsageError("--prefixes needs the lines to translate as TEXT or -i FILE, to match its lines to")
     if whole and whole != "--html" and text:
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
+    if whole == "--docx" and (not input_file or input_file == "-") and sys.stdin.isatty():
+        raise click.UsageError("--docx reads a Word file: give it with -i FILE or on stdin")
+    if whole == "--docx" and (not output or output == "-") and sys.stdout.isatty():
+        raise click.UsageError("--docx writes a Word file: give -o FILE or send stdout to one")
     return whole
 
 
@@ -335,14 +352,17 @@ def input_note(lineno: int, source: str) -> str | None:
     return None
 
 
-def write_output(output: str | None, write) -> None:
+def write_output(output: str | None, write, binary: bool = False) -> None:
     """`write(stream)` into the file `output`, whole or not at all, or to stdout: UTF-8 with the line ends
     written as given, as into a file, whatever the locale (a Windows pipe would be cp1252, and "\r\n"
-    would become "\r\r\n")."""
+    would become "\r\r\n"). `binary`: the stream takes bytes."""
     from .text_io import atomic_output
     if output and output != "-":
-        with atomic_output(output) as out:
+        with atomic_output(output, binary) as out:
             write(out)
+    elif binary:
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
     else:
         stdout = sys.stdout
         if isinstance(stdout, io.TextIOWrapper):
@@ -352,9 +372,10 @@ def write_output(output: str | None, write) -> None:
 
 
 def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
-    """--html, --subtitles, --markdown and --paragraphs: each document (a page, a subtitle file) translated
-    whole; the translator's warnings said with the document they came from, whose sentences it counts
-    as its texts, the first MOST_WARNINGS of them (a README in code and tables gave 40)."""
+    """--html, --subtitles, --markdown, --paragraphs, --po, --json and --docx: each document (a page, a
+    subtitle file) translated whole; the translator's warnings said with the document they came from,
+    whose sentences it counts as its texts, the first MOST_WARNINGS of them (a README in code and tables
+    gave 40)."""
     import warnings
 
     from .language_id import LanguageWarning
@@ -371,7 +392,7 @@ def write_documents(out, translate_one, documents: list[str], newline: bool) -> 
             advice = (" (--from LANG translates every sentence from LANG, without detecting it)"
                       if any(issubclass(w.category, LanguageWarning) for w in caught) else "")
             print(f"{PROG}: warning: {where}: {len(caught) - MOST_WARNINGS} more warnings{advice}", file=sys.stderr)
-        out.write(result + ("\n" if newline else ""))
+        out.write(result + "\n" if newline else result)
 
 
 def record(lineno: int, tr, fmt: str, options) -> str:

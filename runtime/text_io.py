@@ -23,6 +23,16 @@ def invalid_utf8(where: str, raw: bytes, error: UnicodeDecodeError, advice: str)
     return InputError(f"{where}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column {error.start + 1}); {advice}")
 
 
+def not_text(first_line: bytes) -> str | None:
+    """What a file that is no text at all is, told by its first bytes, and what to do with it."""
+    from .word import OLE, ZIP
+    if first_line.startswith(ZIP):
+        return "it is a zip file: --docx translates a Word document"
+    if first_line.startswith(OLE):
+        return "it is an old Office file (.doc): save it as .docx, which --docx translates"
+    return None
+
+
 def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None = None) -> Iterator[str]:
     """Lines of a binary stream as text, without their line ending ("\\n" or "\\r\\n"), which is
     appended to `endings` if given ("" for a last line without one)."""
@@ -30,7 +40,8 @@ def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None =
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise invalid_utf8(f"{name}, line {number}", raw, e, "convert the file to UTF-8 first") from None
+            advice = (number == 1 and not_text(raw)) or "convert the file to UTF-8 first"
+            raise invalid_utf8(f"{name}, line {number}", raw, e, advice) from None
         ending = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
         line = line[:len(line) - len(ending)]
         if endings is not None:
@@ -146,10 +157,10 @@ def text_writer(raw: BinaryIO, path: Path) -> io.TextIOWrapper:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | Path):
-    """A text file (gzip if it ends in .gz) written under a temporary name beside it and renamed to
-    `path` only on success. A symlink is followed: its target is replaced, the link stays. A FIFO or a
-    device (/dev/stdout) is written into directly."""
+def atomic_output(path: str | Path, binary: bool = False):
+    """A text file (gzip if it ends in .gz), or with `binary` a stream of bytes, written under a temporary
+    name beside it and renamed to `path` only on success. A symlink is followed: its target is replaced,
+    the link stays. A FIFO or a device (/dev/stdout) is written into directly."""
     path = Path(path)
     check_output(path)
     if written_in_place(path):
@@ -157,7 +168,7 @@ def atomic_output(path: str | Path):
             raw = open(path, "wb")
         except OSError as e:
             raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-        with raw, text_writer(raw, path) as f:
+        with raw, (contextlib.nullcontext(raw) if binary else text_writer(raw, path)) as f:
             yield f
         return
 
@@ -172,7 +183,7 @@ def atomic_output(path: str | Path):
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes it private; give it a normal file's mode
-        with os.fdopen(fd, "wb") as raw, text_writer(raw, path) as f:
+        with os.fdopen(fd, "wb") as raw, (contextlib.nullcontext(raw) if binary else text_writer(raw, path)) as f:
             yield f
         try:
             os.replace(tmp, target)

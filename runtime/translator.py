@@ -556,11 +556,21 @@ class Translator:
         return self._document(json_strings.translate_json, "document", document, to, options, from_lang, glossary,
                               **overrides)
 
-    def _document(self, translate, name: str, document: str, to, options, from_lang, glossary, **more) -> str:
+    def translate_docx(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
+                       from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
+        """`document`, a Word .docx file's bytes, with the text of its body, tables, text boxes, headers,
+        footers, notes and comments translated, and its formatting, pictures, fields and links kept
+        (runtime/word.py). Options as for `translate`."""
+        from . import word
+        return self._document(word.translate_docx, "document", document, to, options, from_lang, glossary,
+                              kind=bytes, **overrides)
+
+    def _document(self, translate, name: str, document, to, options, from_lang, glossary, kind: type = str,
+                  **more):
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks
         `translate` makes: so a language the model lacks fails even for a document without words."""
-        if not isinstance(document, str):
-            raise TranslationError(f"{name} must be a str, not {type(document).__name__}")
+        if not isinstance(document, kind):
+            raise TranslationError(f"{name} must be a {kind.__name__}, not {type(document).__name__}")
         self._direction(to, from_lang, glossary)
         return translate(self, document, to, options, from_lang=from_lang, glossary=glossary, **more)
 

@@ -1,0 +1,77 @@
+"""Small Word documents written by hand for the tests of runtime/word.py: the parts and relationships a
+.docx needs, with the body (and a header and footnotes) given as WordprocessingML."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+NAMESPACES = (f'xmlns:w="{W}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+              'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+              'xmlns:w14="http://schemas.microsoft.com/office/word/2010/wordml" mc:Ignorable="w14"')
+RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+TYPES = "application/vnd.openxmlformats-officedocument.wordprocessingml"
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
+
+
+def docx(body: str, header: str | None = None, footnotes: str | None = None, lang: str = "de-DE") -> bytes:
+    """A .docx whose document.xml body is `body` (paragraphs, tables), with a header and footnotes if given."""
+    overrides = [("/word/document.xml", f"{TYPES}.document.main+xml"), ("/word/styles.xml", f"{TYPES}.styles+xml")]
+    rels = [("rId1", "styles", "styles.xml"), ("rId2", "hyperlink", "https://example.org/")]
+    parts = {"word/styles.xml": f'<w:styles {NAMESPACES}><w:docDefaults><w:rPrDefault><w:rPr><w:lang w:val="{lang}"/>'
+                                f'</w:rPr></w:rPrDefault></w:docDefaults></w:styles>',
+             "word/media/image1.png": PNG}
+    section = ""
+    if header is not None:
+        overrides.append(("/word/header1.xml", f"{TYPES}.header+xml"))
+        rels.append(("rId3", "header", "header1.xml"))
+        parts["word/header1.xml"] = f"<w:hdr {NAMESPACES}>{header}</w:hdr>"
+        section = '<w:sectPr><w:headerReference w:type="default" r:id="rId3"/></w:sectPr>'
+    if footnotes is not None:
+        overrides.append(("/word/footnotes.xml", f"{TYPES}.footnotes+xml"))
+        rels.append(("rId4", "footnotes", "footnotes.xml"))
+        parts["word/footnotes.xml"] = f"<w:footnotes {NAMESPACES}>{footnotes}</w:footnotes>"
+    parts["word/document.xml"] = f"<w:document {NAMESPACES}><w:body>{body}{section}</w:body></w:document>"
+    parts["word/_rels/document.xml.rels"] = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' + "".join(
+            f'<Relationship Id="{rid}" Type="{RELS}/{kind}" Target="{target}"'
+            + (' TargetMode="External"' if kind == "hyperlink" else "") + "/>" for rid, kind, target in rels)
+        + "</Relationships>")
+    content_types = ('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                     '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+                     '<Default Extension="xml" ContentType="application/xml"/>'
+                     '<Default Extension="png" ContentType="image/png"/>'
+                     + "".join(f'<Override PartName="{name}" ContentType="{kind}"/>' for name, kind in overrides)
+                     + "</Types>")
+    package = {"[Content_Types].xml": content_types,
+               "_rels/.rels": '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+                              f'<Relationship Id="rId1" Type="{RELS}/officeDocument" Target="word/document.xml"/>'
+                              '</Relationships>', **parts}
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in package.items():
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+def paragraph(*runs: str, style: str | None = None) -> str:
+    """A w:p of `runs` (each a w:r, w:hyperlink, ... as XML, or plain text for a run of its own)."""
+    ppr = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+    return f"<w:p>{ppr}{''.join(r if r.startswith('<') else run(r) for r in runs)}</w:p>"
+
+
+def run(text: str, properties: str = "") -> str:
+    rpr = f"<w:rPr>{properties}</w:rPr>" if properties else ""
+    return f'<w:r>{rpr}<w:t xml:space="preserve">{text}</w:t></w:r>'
+
+
+def texts(document: bytes, part: str = "word/document.xml") -> list[str]:
+    """Each paragraph's text in `part`: its w:t, with a tab as "\\t"."""
+    from lxml import etree
+
+    with zipfile.ZipFile(io.BytesIO(document)) as z:
+        tree = etree.fromstring(z.read(part))
+    return ["".join(t.text or "" if t.tag == f"{{{W}}}t" else "\t" for t in p.iter(f"{{{W}}}t", f"{{{W}}}tab"))
+            for p in tree.iter(f"{{{W}}}p")]

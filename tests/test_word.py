@@ -1,0 +1,188 @@
+"""Word documents (runtime/word.py): `Translator.translate_docx` and `mt-translate --docx`. GERMAN[i] ->
+ENGLISH[i] is what the fixture model reproduces on any CPU (greedy), so texts are asserted exactly;
+everything that is not words must come back as it was."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from docx_files import PNG, docx, paragraph, run, texts
+from lxml import etree
+
+from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from mtkit.runtime import TranslationError
+from mtkit.runtime.cli import main
+from mtkit.runtime.word import W
+
+GREEDY = {"beam_size": 1}
+BOLD = "<w:b/>"
+TAB = "<w:r><w:tab/></w:r>"
+FIELD = ('<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> PAGE </w:instrText>'
+         '</w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>7</w:t></w:r>'
+         '<w:r><w:fldChar w:fldCharType="end"/></w:r>')
+WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
+PICTURE = f'<w:r><w:drawing><wp:inline xmlns:wp="{WP}"/></w:drawing></w:r>'
+
+
+def translate(translator, document: bytes, **settings) -> bytes:
+    return translator.translate_docx(document, "en", from_lang="de", **{**GREEDY, **settings})
+
+
+def part(document: bytes, name: str = "word/document.xml"):
+    with zipfile.ZipFile(io.BytesIO(document)) as z:
+        return etree.fromstring(z.read(name))
+
+
+def entries(document: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(document)) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
+def test_paragraphs_tables_headers_and_notes_are_translated(fixture_translator):
+    body = (paragraph(GERMAN[0], style="Heading1") + paragraph(GERMAN[1]) +
+            f"<w:tbl><w:tr><w:tc>{paragraph(GERMAN[2])}</w:tc><w:tc>{paragraph(GERMAN[3])}</w:tc></w:tr></w:tbl>"
+            + "<w:p/>")
+    source = docx(body, header=paragraph(GERMAN[4]),
+                  footnotes=f'<w:footnote w:id="1">{paragraph(GERMAN[5])}</w:footnote>')
+    out = translate(fixture_translator, source)
+    assert texts(out) == [ENGLISH[0], ENGLISH[1], ENGLISH[2], ENGLISH[3], ""]
+    assert texts(out, "word/header1.xml") == [ENGLISH[4]]
+    assert texts(out, "word/footnotes.xml") == [ENGLISH[5]]
+    before, after = entries(source), entries(out)
+    assert list(after) == list(before)                 # every entry, in its order
+    for name in ("[Content_Types].xml", "_rels/.rels", "word/_rels/document.xml.rels", "word/media/image1.png"):
+        assert after[name] == before[name]
+    assert after["word/media/image1.png"] == PNG
+    assert part(out).find(f".//{{{W}}}pStyle").get(f"{{{W}}}val") == "Heading1"   # paragraph properties kept
+
+
+def test_formatting_follows_the_words_and_nothing_is_lost(fixture_translator):
+    words = GERMAN[7].split()                          # "Wir haben ein sehr kleines Haus."
+    body = paragraph(run(" ".join(words[:3]) + " "), run(" ".join(words[3:5]), BOLD), run(" " + words[5])) + \
+        paragraph('<w:bookmarkStart w:id="0" w:name="Anfang"/>', GERMAN[8], '<w:bookmarkEnd w:id="0"/>', PICTURE) + \
+        paragraph(f'<w:hyperlink r:id="rId2"><w:r><w:rPr><w:rStyle w:val="Hyperlink"/></w:rPr><w:t>{GERMAN[9]}'
+                  f'</w:t></w:r></w:hyperlink>') + \
+        paragraph(GERMAN[10] + " ", FIELD)
+    out = translate(fixture_translator, docx(body))
+    assert texts(out) == [ENGLISH[7], ENGLISH[8], ENGLISH[9], ENGLISH[10] + " 7"]
+    tree = part(out)
+    bold = [r for r in tree.iter(f"{{{W}}}r") if r.find(f"{{{W}}}rPr/{{{W}}}b") is not None]
+    assert bold and all("".join(r.itertext()).strip() for r in bold)        # the bold words, still bold
+    assert [b.get(f"{{{W}}}name") for b in tree.iter(f"{{{W}}}bookmarkStart")] == ["Anfang"]
+    assert len(list(tree.iter(f"{{{W}}}bookmarkEnd"))) == 1 and len(list(tree.iter(f"{{{W}}}drawing"))) == 1
+    [link] = tree.iter(f"{{{W}}}hyperlink")
+    assert link.get("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id") == "rId2"
+    assert "".join(t.text for t in link.iter(f"{{{W}}}t")) == ENGLISH[9]
+    assert link.find(f".//{{{W}}}rStyle").get(f"{{{W}}}val") == "Hyperlink"
+    assert [t.text for t in tree.iter(f"{{{W}}}instrText")] == [" PAGE "]   # the field whole, kept
+    assert [f.get(f"{{{W}}}fldCharType") for f in tree.iter(f"{{{W}}}fldChar")] == ["begin", "separate", "end"]
+
+
+def test_paragraphs_without_words_and_runs_with_pictures_keep_them(fixture_translator):
+    """Reading a paragraph moves nothing: one without words comes back byte for byte, and a run that holds
+    words and a picture keeps the picture, as a page break keeps its place."""
+    mixed = f'<w:r><w:t>{GERMAN[0]}</w:t><w:drawing/></w:r>'
+    body = paragraph(PICTURE) + paragraph(mixed) + paragraph(GERMAN[1], '<w:r><w:br w:type="page"/></w:r>')
+    source = docx(body)
+    out = translate(fixture_translator, source)
+    first = etree.tostring(part(source)[0][0]), etree.tostring(part(out)[0][0])
+    assert first[0] == first[1]
+    assert len(list(part(out).iter(f"{{{W}}}drawing"))) == 2 and texts(out) == ["", ENGLISH[0], ENGLISH[1]]
+    assert [b.get(f"{{{W}}}type") for b in part(out).iter(f"{{{W}}}br")] == ["page"]
+
+
+def test_one_space_between_words_whatever_lies_between(fixture_translator):
+    words = GERMAN[7].split()                          # "Wir haben ein sehr kleines Haus."
+    body = paragraph(run(" ".join(words[:3]) + " "), '<w:bookmarkStart w:id="0" w:name="b"/>',
+                     run(" ".join(words[3:]), BOLD))
+    assert texts(translate(fixture_translator, docx(body))) == [ENGLISH[7]]
+
+
+def test_tabs_and_line_breaks_stay_between_their_words(fixture_translator):
+    body = paragraph(GERMAN[11], TAB, GERMAN[12]) + paragraph(GERMAN[13], "<w:r><w:br/></w:r>", GERMAN[14])
+    out = translate(fixture_translator, docx(body))
+    assert texts(out) == [f"{ENGLISH[11]}\t{ENGLISH[12]}", ENGLISH[13] + ENGLISH[14]]
+    second = list(part(out).iter(f"{{{W}}}p"))[1]
+    assert [c.tag.split("}")[1] for r in second for c in r if c.tag != f"{{{W}}}rPr"] == ["t", "br", "t"]
+
+
+def test_tracked_changes_are_kept_as_written_with_a_warning(fixture_translator):
+    tracked = paragraph(GERMAN[0], f'<w:ins w:id="1" w:author="A">{run(GERMAN[1])}</w:ins>')
+    with pytest.warns(UserWarning, match="1 paragraph with tracked changes"):
+        out = translate(fixture_translator, docx(tracked + paragraph(GERMAN[2])))
+    assert texts(out) == [GERMAN[0] + GERMAN[1], ENGLISH[2]]
+
+
+def test_spell_checking_languages_name_the_translation(fixture_translator):
+    body = paragraph(run(GERMAN[0], '<w:lang w:val="de-DE"/>'), run(" " + GERMAN[1], '<w:lang w:val="en-GB"/>'))
+    out = translate(fixture_translator, docx(body))
+    languages = [lang.get(f"{{{W}}}val") for lang in part(out).iter(f"{{{W}}}lang")]
+    assert languages and set(languages) <= {"en-US", "en-GB"}
+    assert [lang.get(f"{{{W}}}val") for lang in part(out, "word/styles.xml").iter(f"{{{W}}}lang")] == ["en-US"]
+
+
+def test_short_paragraphs_are_read_in_the_documents_language(fixture_translator):
+    """A heading or a table cell of a word or two is taken to be in the language of the whole document:
+    detected alone, "Tom schrie." could be anything."""
+    from mtkit.runtime.word import document_language
+    assert document_language(fixture_translator, GERMAN[:12], "en") == "de"
+    assert document_language(fixture_translator, ENGLISH[:12], "en") is None
+
+
+@pytest.mark.parametrize("document, message", [
+    (b"", "not a .docx"),
+    (b"plain text, not a zip", "not a .docx"),
+    (bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504), "old Word .doc, or a document with a password"),
+    (docx(paragraph("x")).replace(b"[Content_Types].xml", b"[Content_Typez].xml"), "no \\[Content_Types\\].xml"),
+])
+def test_what_is_not_a_docx_is_a_clear_error(fixture_translator, document, message):
+    with pytest.raises(TranslationError, match=message):
+        translate(fixture_translator, document)
+
+
+def test_a_damaged_part_or_a_str_is_a_clear_error(fixture_translator):
+    source = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(docx(paragraph(GERMAN[0])))) as z, zipfile.ZipFile(source, "w") as damaged:
+        for name in z.namelist():
+            data = z.read(name)
+            damaged.writestr(name, data[: len(data) // 2] if name == "word/document.xml" else data)
+    with pytest.raises(TranslationError, match="damaged: word/document.xml"):
+        translate(fixture_translator, source.getvalue())
+    with pytest.raises(TranslationError, match="must be a bytes, not str"):
+        fixture_translator.translate_docx("<w:document/>")
+
+
+# ----- mt-translate --docx -----------------------------------------------------------------------------
+
+@pytest.fixture
+def model(fixture_bundle, monkeypatch):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    return fixture_bundle
+
+
+def cli(capsys, *args):
+    return invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", *args], capsys)
+
+
+def test_cli_translates_a_docx_file(model, tmp_path, capsys):
+    (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0]) + paragraph(GERMAN[1])))
+    code, out, err = cli(capsys, "--docx", "-i", str(tmp_path / "brief.docx"), "-o", str(tmp_path / "letter.docx"))
+    assert (code, out, err) == (0, "", "")
+    assert texts((tmp_path / "letter.docx").read_bytes()) == [ENGLISH[0], ENGLISH[1]]
+
+
+def test_cli_docx_errors_are_one_line_and_write_nothing(model, tmp_path, capsys):
+    (tmp_path / "alt.doc").write_bytes(bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504))
+    code, _, err = cli(capsys, "--docx", "-i", str(tmp_path / "alt.doc"), "-o", str(tmp_path / "out.docx"))
+    assert code == 1 and err.count("\n") == 1 and "alt.doc: not a .docx: an old Word .doc" in err
+    assert not (tmp_path / "out.docx").exists()
+    code, _, err = cli(capsys, "--docx", GERMAN[0])
+    assert code == 2 and "--docx reads a file" in err
+
+
+def test_plain_translation_of_a_docx_points_to_docx(model, tmp_path, capsys):
+    (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0])))
+    code, out, err = cli(capsys, "-i", str(tmp_path / "brief.docx"))
+    assert code == 1 and out == "" and "it is a zip file: --docx translates a Word document" in err
