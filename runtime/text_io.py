@@ -25,11 +25,11 @@ def invalid_utf8(where: str, raw: bytes, error: UnicodeDecodeError, advice: str)
 
 def not_text(first_line: bytes) -> str | None:
     """What a file that is no text at all is, told by its first bytes, and what to do with it."""
-    from .word import OLE, ZIP
+    from .ooxml import OLE, ZIP
     if first_line.startswith(ZIP):
-        return "it is a zip file: --docx translates a Word document"
+        return "it is a zip file: --docx translates a Word document, --pptx a PowerPoint one"
     if first_line.startswith(OLE):
-        return "it is an old Office file (.doc): save it as .docx, which --docx translates"
+        return "it is an old Office file (.doc, .ppt): save it as .docx or .pptx, which --docx and --pptx translate"
     return None
 
 

@@ -565,6 +565,15 @@ class Translator:
         return self._document(word.translate_docx, "document", document, to, options, from_lang, glossary,
                               kind=bytes, **overrides)
 
+    def translate_pptx(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
+                       from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
+        """`document`, a PowerPoint .pptx file's bytes, with the text of its slides (text boxes, shapes,
+        tables) and speaker notes translated, and its layout, formatting, pictures, fields and links kept
+        (runtime/slides.py). Options as for `translate`."""
+        from . import slides
+        return self._document(slides.translate_pptx, "document", document, to, options, from_lang, glossary,
+                              kind=bytes, **overrides)
+
     def _document(self, translate, name: str, document, to, options, from_lang, glossary, kind: type = str,
                   **more):
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks

@@ -8,7 +8,7 @@ import io
 import zipfile
 
 import pytest
-from docx_files import PNG, docx, paragraph, run, texts
+from office_files import PNG, docx, paragraph, run, texts
 from lxml import etree
 
 from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
@@ -126,7 +126,7 @@ def test_spell_checking_languages_name_the_translation(fixture_translator):
 def test_short_paragraphs_are_read_in_the_documents_language(fixture_translator):
     """A heading or a table cell of a word or two is taken to be in the language of the whole document:
     detected alone, "Tom schrie." could be anything."""
-    from mtkit.runtime.word import document_language
+    from mtkit.runtime.ooxml import document_language
     assert document_language(fixture_translator, GERMAN[:12], "en") == "de"
     assert document_language(fixture_translator, ENGLISH[:12], "en") is None
 
@@ -134,7 +134,7 @@ def test_short_paragraphs_are_read_in_the_documents_language(fixture_translator)
 @pytest.mark.parametrize("document, message", [
     (b"", "not a .docx"),
     (b"plain text, not a zip", "not a .docx"),
-    (bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504), "old Word .doc, or a document with a password"),
+    (bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504), "old Word .doc, or a file with a password"),
     (docx(paragraph("x")).replace(b"[Content_Types].xml", b"[Content_Typez].xml"), "no \\[Content_Types\\].xml"),
 ])
 def test_what_is_not_a_docx_is_a_clear_error(fixture_translator, document, message):

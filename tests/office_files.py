@@ -1,5 +1,5 @@
-"""Small Word documents written by hand for the tests of runtime/word.py: the parts and relationships a
-.docx needs, with the body (and a header and footnotes) given as WordprocessingML."""
+"""Small Office files written by hand for the tests of runtime/word.py and runtime/slides.py: the parts
+a .docx or a .pptx needs, with the text given as WordprocessingML or DrawingML."""
 
 from __future__ import annotations
 
@@ -49,9 +49,13 @@ def docx(body: str, header: str | None = None, footnotes: str | None = None, lan
                "_rels/.rels": '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
                               f'<Relationship Id="rId1" Type="{RELS}/officeDocument" Target="word/document.xml"/>'
                               '</Relationships>', **parts}
+    return zipped(package)
+
+
+def zipped(entries: dict[str, str | bytes]) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in package.items():
+        for name, data in entries.items():
             z.writestr(name, data)
     return out.getvalue()
 
@@ -75,3 +79,57 @@ def texts(document: bytes, part: str = "word/document.xml") -> list[str]:
         tree = etree.fromstring(z.read(part))
     return ["".join(t.text or "" if t.tag == f"{{{W}}}t" else "\t" for t in p.iter(f"{{{W}}}t", f"{{{W}}}tab"))
             for p in tree.iter(f"{{{W}}}p")]
+
+
+A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+PML = "application/vnd.openxmlformats-officedocument.presentationml"
+SLIDE_NAMESPACES = (f'xmlns:a="{A}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+                    'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"')
+
+
+def pptx(*slides: str, notes: str | None = None, lang: str = "de-DE") -> bytes:
+    """A .pptx whose slides hold the given shapes (p:sp, p:graphicFrame, ... as XML), and notes for the
+    first slide if given. Only what runtime/slides.py reads: no master, layout or theme."""
+    overrides = [("/ppt/presentation.xml", f"{PML}.presentation.main+xml")]
+    parts = {"ppt/presentation.xml": f'<p:presentation {SLIDE_NAMESPACES}><p:defaultTextStyle><a:lvl1pPr>'
+                                     f'<a:defRPr lang="{lang}"/></a:lvl1pPr></p:defaultTextStyle></p:presentation>',
+             "ppt/media/image1.png": PNG}
+    for number, shapes in enumerate(slides, start=1):
+        overrides.append((f"/ppt/slides/slide{number}.xml", f"{PML}.slide+xml"))
+        parts[f"ppt/slides/slide{number}.xml"] = (f"<p:sld {SLIDE_NAMESPACES}><p:cSld><p:spTree>{shapes}</p:spTree>"
+                                                  "</p:cSld></p:sld>")
+    if notes is not None:
+        overrides.append(("/ppt/notesSlides/notesSlide1.xml", f"{PML}.notesSlide+xml"))
+        parts["ppt/notesSlides/notesSlide1.xml"] = (f"<p:notes {SLIDE_NAMESPACES}><p:cSld><p:spTree>{notes}"
+                                                    "</p:spTree></p:cSld></p:notes>")
+    content_types = ('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                     '<Default Extension="xml" ContentType="application/xml"/>'
+                     '<Default Extension="png" ContentType="image/png"/>'
+                     + "".join(f'<Override PartName="{name}" ContentType="{kind}"/>' for name, kind in overrides)
+                     + "</Types>")
+    return zipped({"[Content_Types].xml": content_types, **parts})
+
+
+def shape(*paragraphs: str) -> str:
+    """A text box (p:sp) of DrawingML paragraphs."""
+    return ('<p:sp><p:nvSpPr><p:cNvPr id="2" name="TextBox"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/>'
+            f'<p:txBody><a:bodyPr/><a:lstStyle/>{"".join(paragraphs)}</p:txBody></p:sp>')
+
+
+def slide_paragraph(*runs: str, end: str = '<a:endParaRPr lang="de-DE"/>') -> str:
+    """An a:p of `runs` (a:r, a:br, a:fld as XML, or plain text for a run of its own)."""
+    return f"<a:p>{''.join(r if r.startswith('<') else slide_run(r) for r in runs)}{end}</a:p>"
+
+
+def slide_run(text: str, properties: str = 'lang="de-DE"', inside: str = "") -> str:
+    return f"<a:r><a:rPr {properties}>{inside}</a:rPr><a:t>{text}</a:t></a:r>"
+
+
+def slide_texts(document: bytes, part: str = "ppt/slides/slide1.xml") -> list[str]:
+    """Each paragraph's text in `part`, a line break as "\\n"."""
+    from lxml import etree
+
+    with zipfile.ZipFile(io.BytesIO(document)) as z:
+        tree = etree.fromstring(z.read(part))
+    return ["".join(t.text or "" if t.tag == f"{{{A}}}t" else "\n" for t in p.iter(f"{{{A}}}t", f"{{{A}}}br"))
+            for p in tree.iter(f"{{{A}}}p")]

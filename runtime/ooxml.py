@@ -1,0 +1,294 @@
+"""Office documents in, Office documents out: what Word's .docx (word.py) and PowerPoint's .pptx
+(slides.py) share.
+
+Both are zips of XML parts, with their text in paragraphs of runs. Each paragraph is translated
+through markup.py, the path HTML takes: a run whose formatting differs from the paragraph's most
+common one travels as a <span>, a hyperlink as a <span> around its runs, and what is not words (a
+tab, a picture, a field, a bookmark, a note's number) as an empty element that goes back after the
+word it followed. The paragraph's runs are then written anew, each with the properties of the run
+its words came from. Every entry of the zip that holds no text is copied byte for byte.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from html.parser import HTMLParser
+
+from .errors import TranslationError
+
+CONTENT_TYPES = "[Content_Types].xml"
+ZIP = b"PK\x03\x04"
+OLE = b"\xd0\xcf\x11\xe0"           # a .doc or .ppt, or an Office file with a password (both OLE containers)
+SHORT = 3                # words: a paragraph of at most this many is taken to be in the document's language
+DETECTED_CHARACTERS = 10_000    # of the document's text, read to tell its language
+LOCALES = {"cs": "cs-CZ", "de": "de-DE", "en": "en-US", "fr": "fr-FR"}    # Office's language marks want a region
+
+
+@dataclass(frozen=True)
+class Format:
+    """One kind of Office file: what it is called, where its text is and how its paragraphs read."""
+    name: str                   # "a Word document"
+    suffix: str                 # ".docx"
+    old: str                    # its binary predecessor: ".doc"
+    main: frozenset             # content types of the main part, one of which it has
+    text_parts: frozenset       # content types of the parts whose paragraphs are translated
+    paragraph: str              # the paragraph's tag
+    reader: type                # a Paragraph subclass
+    styles: frozenset = frozenset()     # content types of parts whose language marks follow the translation
+
+
+def translate_package(fmt: Format, translator, document: bytes, to=None, options=None, *, from_lang: str = "auto",
+                      glossary=None, **overrides) -> bytes:
+    """`document`, an Office file's bytes, with its paragraphs translated into `to` and all else kept."""
+    from . import markup
+
+    entries, types = read_package(fmt, document)
+    if not fmt.main & set(types.values()):
+        raise TranslationError(f"not {fmt.name}: it has no main part")
+    trees = {name: parse_part(name, data) for name, data in entries.items() if types.get(name) in fmt.text_parts}
+    paragraphs = [fmt.reader(p) for tree in trees.values() for p in tree.iter(fmt.paragraph)]
+    wanted = [p for p in paragraphs if p.has_words]
+    language = (to or translator.default_language).lower()
+    groups = {from_lang: wanted}
+    if from_lang == "auto" and (main := document_language(translator, [p.text for p in wanted], language)):
+        groups = {main: [p for p in wanted if len(p.text.split()) <= SHORT],
+                  "auto": [p for p in wanted if len(p.text.split()) > SHORT]}
+    locale = LOCALES.get(language, language)
+    for source, group in groups.items():
+        done = markup.translate_fragments(translator, [p.fragment() for p in group], to, options, from_lang=source,
+                                          glossary=glossary, **overrides)
+        for paragraph, translation in zip(group, done):
+            paragraph.rewrite(translation, locale)
+    if tracked := sum(p.tracked for p in paragraphs):
+        import warnings
+        warnings.warn(f"{tracked} paragraph{'s' * (tracked > 1)} with tracked changes kept as written: accept or "
+                      f"reject the changes to have {'them' if tracked > 1 else 'it'} translated", stacklevel=4)
+    for name, data in entries.items():
+        if types.get(name) in fmt.styles:
+            trees[name] = trees.get(name) or parse_part(name, data)
+            fmt.reader.relabel(trees[name], locale)
+    changed = {name: serialize(tree) for name, tree in trees.items()}
+    return write_package(document, changed)
+
+
+def document_language(translator, texts: list[str], to: str) -> str | None:
+    """The language the document is written in, if one the model translates into `to` from: a short
+    paragraph (a heading, a table cell, a header's one word) is taken to be in it, as detecting a word
+    or two alone is a guess. None if the document reads as `to` already, or no language is clear."""
+    whole = " ".join(texts)[:DETECTED_CHARACTERS]
+    found = translator.source_language(whole, to) if whole.strip() else None
+    return found.language if found and found.translated and not found.warning else None
+
+
+def read_package(fmt: Format, document: bytes) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The zip's entries by name, and each part's content type."""
+    if document.startswith(OLE):
+        raise TranslationError(f"not a {fmt.suffix}: an old {fmt.old}, or a file with a password; save it as "
+                               f"{fmt.suffix} without one")
+    try:
+        with zipfile.ZipFile(io.BytesIO(document)) as package:
+            entries = {info.filename: package.read(info) for info in package.infolist() if not info.is_dir()}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError,
+            RuntimeError) as e:            # RuntimeError: an entry with a password
+        raise TranslationError(f"not a {fmt.suffix} ({fmt.name} is a zip file): {e}") from None
+    if CONTENT_TYPES not in entries:
+        raise TranslationError(f"not {fmt.name}: the zip has no {CONTENT_TYPES}")
+    listing = parse_part(CONTENT_TYPES, entries[CONTENT_TYPES])
+    defaults = {e.get("Extension", "").lower(): e.get("ContentType") for e in listing if e.tag.endswith("Default")}
+    overrides = {e.get("PartName", "").lstrip("/"): e.get("ContentType") for e in listing if e.tag.endswith("Override")}
+    types = {name: overrides.get(name) or defaults.get(name.rpartition(".")[2].lower(), "") for name in entries}
+    return entries, types
+
+
+def parse_part(name: str, data: bytes):
+    from lxml import etree          # keeps the namespace prefixes that mc:Ignorable names, as Office needs
+
+    try:
+        return etree.fromstring(data, etree.XMLParser(resolve_entities=False, huge_tree=True))
+    except etree.XMLSyntaxError as e:
+        raise TranslationError(f"the file is damaged: {name}: {e}") from None
+
+
+def serialize(tree) -> bytes:
+    from lxml import etree
+    return etree.tostring(tree, xml_declaration=True, encoding="UTF-8", standalone=True)
+
+
+def write_package(document: bytes, changed: dict[str, bytes]) -> bytes:
+    """The zip again, entry by entry in its order, with the parts in `changed` replaced."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(document)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = changed.get(info.filename)
+            target.writestr(info, source.read(info) if data is None else data, compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+def other_language(value: str | None, locale: str) -> bool:
+    """Whether a language mark ("de-DE") names another language than `locale`."""
+    return bool(value) and value.split("-")[0].lower() != locale.split("-")[0]
+
+
+def properties_key(rpr) -> str:
+    from lxml import etree
+    return "" if rpr is None else etree.tostring(rpr, encoding="unicode")
+
+
+class Paragraph:
+    """One paragraph: its words as an HTML fragment for markup.py, and its runs rewritten from the
+    translation. A subclass reads its format's children into `items` (`read`) and writes a run back
+    (`run`); this class does the rest.
+
+    `items` holds, in order, ("text", text, properties key, link) and ("object", value, kind, link).
+    An object's value is what goes back: an element moved as it is, a list of them (a field from its
+    begin to its end), or (properties, element) for a part of a run that becomes a run of its own.
+    Its kind is "br" for a line break, which ends a sentence, "tab", or "img" for the rest."""
+
+    KEPT: tuple[str, ...] = ()          # children that stay where they are: first, then last
+    tracked = False                     # whether the paragraph holds tracked changes (kept as written)
+
+    def __init__(self, element):
+        self.element = element
+        self.items: list[tuple] = []
+        self.properties: dict[str, object] = {}        # key -> the run properties it stands for (or None)
+        self.links: list = []                          # elements that wrap runs (a hyperlink)
+        if not self.tracked:
+            for child in element:
+                if child.tag not in self.KEPT:
+                    self.read(child, None)
+        self.text = "".join(text for kind, text, *_ in self.items if kind == "text")
+        self.has_words = bool(self.text.strip())
+
+    def read(self, child, link) -> None:
+        raise NotImplementedError
+
+    def run(self, text: str, rpr):
+        """A run of `text` with a copy of the run properties `rpr`."""
+        raise NotImplementedError
+
+    def run_of(self, rpr, part):
+        """A run of its own for `part`, with a copy of the run properties `rpr`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def relabel(tree, locale: str) -> None:
+        """The language marks in `tree` set to `locale`, where they name another."""
+
+    def add_text(self, text: str, rpr, link) -> None:
+        key = properties_key(rpr)
+        self.properties.setdefault(key, rpr)
+        if self.items and self.items[-1][0] == "text" and self.items[-1][2:] == (key, link):
+            text = self.items.pop()[1] + text
+        self.items.append(("text", text, key, link))
+
+    def fragment(self) -> str:
+        """The paragraph as HTML: the most common formatting bare, others as <span class="sN">, links as
+        <span class="hN">, objects as <img class="oN"> or <br class="oN">."""
+        counts = Counter()
+        for kind, text, key, _ in self.items:
+            if kind == "text":
+                counts[key] += len(text.strip())
+        self.base = counts.most_common(1)[0][0]
+        keys = list(self.properties)
+        out, open_link = [], None
+        for number, (kind, value, detail, link) in enumerate(self.items):
+            if link != open_link:
+                out.append(("</span>" if open_link is not None else "") +
+                           (f'<span class="h{link}">' if link is not None else ""))
+                open_link = link
+            if kind == "object":
+                tag, spacer = ("br", "") if detail == "br" else ("img", " " if detail == "tab" else "")
+                out.append(f'{spacer}<{tag} class="o{number}">{spacer}')      # a tab parts words, as a space
+            elif detail == self.base:
+                out.append(html.escape(value, quote=False))
+            else:
+                out.append(f'<span class="s{keys.index(detail)}">{html.escape(value, quote=False)}</span>')
+        out.append("</span>" if open_link is not None else "")
+        return "".join(out)
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        """The paragraph's content replaced by runs built from `translation` (what `fragment` became)."""
+        reader = _Reader(len(self.items))
+        reader.feed(translation)
+        reader.close()
+        lost = [number for number, item in enumerate(self.items) if item[0] == "object" and number not in reader.seen]
+        pieces = reader.pieces + [(None, number, None) for number in lost]      # nothing is left out
+        keys = list(self.properties)
+        kept = [child for child in self.element if child.tag in self.KEPT]
+        for child in list(self.element):
+            self.element.remove(child)
+        for child in kept:
+            if child.tag == self.KEPT[0]:
+                self.element.append(child)
+        holder, holder_link = self.element, None
+        spaced = False              # what is written so far ends in a space, a tab or a line break
+        for index, (text, number, link) in enumerate(pieces):
+            if text is None:                            # an object, back where it landed
+                _, value, kind, link = self.items[number]
+            if link != holder_link:
+                holder, holder_link = self.element, link
+                if link is not None:
+                    source = self.links[link]
+                    holder = source.makeelement(source.tag, dict(source.attrib))
+                    self.element.append(holder)
+            if text is None:
+                for element in self._elements(value):
+                    holder.append(element)
+                spaced = spaced or kind in ("br", "tab")
+                continue
+            following = pieces[index + 1] if index + 1 < len(pieces) else (None, None, None)
+            text = text.lstrip() if spaced else text           # one space between words, whatever lies between
+            if following[0] is None and following[1] is not None and self.items[following[1]][2] in ("br", "tab"):
+                text = text.rstrip()
+            if text:
+                holder.append(self.run(text, self.properties[keys[number] if number is not None else self.base]))
+                spaced = text[-1].isspace()
+        for child in kept:
+            if child.tag != self.KEPT[0]:
+                self.element.append(child)
+        self.relabel(self.element, locale)
+
+    def _elements(self, value) -> list:
+        """What an object puts back, made now, so that reading a paragraph changes nothing."""
+        if isinstance(value, list):
+            return value
+        if isinstance(value, tuple):
+            return [self.run_of(*value)]
+        return [value]
+
+
+class _Reader(HTMLParser):
+    """markup.py's output read back: (text, properties number, link) for words, (None, object number,
+    None) for an object, in order."""
+
+    def __init__(self, objects: int):
+        super().__init__(convert_charrefs=True)
+        self.pieces: list[tuple] = []
+        self.seen: set[int] = set()
+        self.stack: list[tuple[str, int] | None] = []
+        self.objects = objects
+
+    def handle_starttag(self, tag, attrs):
+        name = dict(attrs).get("class") or ""
+        kind, number = name[:1], int(name[1:]) if name[1:].isdigit() else -1
+        if tag in ("img", "br"):
+            if kind == "o" and 0 <= number < self.objects and number not in self.seen:
+                self.seen.add(number)
+                self.pieces.append((None, number, None))
+        elif tag == "span":
+            self.stack.append((kind, number) if kind in "sh" else None)
+
+    handle_startendtag = handle_starttag
+
+    def handle_endtag(self, tag):
+        if tag == "span" and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        style = next((entry[1] for entry in reversed(self.stack) if entry and entry[0] == "s"), None)
+        link = next((entry[1] for entry in reversed(self.stack) if entry and entry[0] == "h"), None)
+        self.pieces.append((data, style, link))
