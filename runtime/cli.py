@@ -22,7 +22,7 @@ from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
-OFFICE = ("--docx", "--pptx")     # documents read and written as bytes
+OFFICE = {"--docx": "translate_docx", "--pptx": "translate_pptx", "--xlsx": "translate_xlsx"}   # bytes, not lines
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
@@ -40,7 +40,7 @@ Examples:
   mt-translate --paragraphs -i brief.txt                  # wrapped text: each paragraph as one
   mt-translate --po -i locale/de/LC_MESSAGES/app.po -o app.de.po    # gettext messages
   mt-translate --json --to de -i locales/en.json -o locales/de.json
-  mt-translate --docx -i bericht.docx -o report.docx       # also --pptx for PowerPoint
+  mt-translate --docx -i bericht.docx -o report.docx     # also --pptx, --xlsx
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -82,6 +82,9 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--pptx", is_flag=True, help="The input is a PowerPoint presentation, .pptx (-i or stdin): the text "
                                           "of its slides and notes is translated; layout, formatting, pictures "
                                           "and links are kept.")
+@click.option("--xlsx", is_flag=True, help="The input is an Excel workbook, .xlsx (-i or stdin): the text of its "
+                                          "cells and comments is translated; numbers, formulas and formatting "
+                                          "are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -90,13 +93,13 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, docx, pptx, html, batch_size,
-         max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, docx, pptx, xlsx, html,
+         batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
-                                       ("--docx", docx), ("--pptx", pptx)) if given]
+                                       ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx)) if given]
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
     from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, same_file
@@ -158,7 +161,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         print(f"{PROG}: provider auto: using {translator.provider} ({translator.provider_note})", file=sys.stderr)
 
     if whole in OFFICE:              # bytes in and out, not lines
-        method = translator.translate_docx if whole == "--docx" else translator.translate_pptx
+        method = getattr(translator, OFFICE[whole])
         try:
             document = open_binary(input_file).read() if input_file and input_file != "-" else sys.stdin.buffer.read()
             write_output(output, lambda out: write_documents(out, lambda d: method(
@@ -377,7 +380,7 @@ def write_output(output: str | None, write, binary: bool = False) -> None:
 
 
 def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
-    """--html, --subtitles, --markdown, --paragraphs, --po, --json, --docx and --pptx: each document (a page, a
+    """--html, --subtitles, --markdown, --paragraphs, --po, --json and Office files: each document (a page, a
     subtitle file) translated whole; the translator's warnings said with the document they came from,
     whose sentences it counts as its texts, the first MOST_WARNINGS of them (a README in code and tables
     gave 40)."""

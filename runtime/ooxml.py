@@ -36,7 +36,7 @@ class Format:
     old: str                    # its binary predecessor: ".doc"
     main: frozenset             # content types of the main part, one of which it has
     text_parts: frozenset       # content types of the parts whose paragraphs are translated
-    paragraph: str              # the paragraph's tag
+    paragraphs: tuple           # the tags of its paragraphs
     reader: type                # a Paragraph subclass
     styles: frozenset = frozenset()     # content types of parts whose language marks follow the translation
 
@@ -50,8 +50,10 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
     if not fmt.main & set(types.values()):
         raise TranslationError(f"not {fmt.name}: it has no main part")
     trees = {name: parse_part(name, data) for name, data in entries.items() if types.get(name) in fmt.text_parts}
-    paragraphs = [fmt.reader(p) for tree in trees.values() for p in tree.iter(fmt.paragraph)]
+    found = [(name, fmt.reader(p)) for name, tree in trees.items() for p in tree.iter(*fmt.paragraphs)]
+    paragraphs = [p for _, p in found]
     wanted = [p for p in paragraphs if p.has_words]
+    touched = {name for name, p in found if p.has_words}       # parts without words stay byte for byte
     language = (to or translator.default_language).lower()
     groups = {from_lang: wanted}
     if from_lang == "auto" and (main := document_language(translator, [p.text for p in wanted], language)):
@@ -71,8 +73,8 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
         if types.get(name) in fmt.styles:
             trees[name] = trees.get(name) or parse_part(name, data)
             fmt.reader.relabel(trees[name], locale)
-    changed = {name: serialize(tree) for name, tree in trees.items()}
-    return write_package(document, changed)
+            touched.add(name)
+    return write_package(document, {name: serialize(trees[name]) for name in touched})
 
 
 def document_language(translator, texts: list[str], to: str) -> str | None:
@@ -148,7 +150,8 @@ class Paragraph:
     begin to its end), or (properties, element) for a part of a run that becomes a run of its own.
     Its kind is "br" for a line break, which ends a sentence, "tab", or "img" for the rest."""
 
-    KEPT: tuple[str, ...] = ()          # children that stay where they are: first, then last
+    FIRST: tuple[str, ...] = ()         # children kept before the runs (paragraph properties)
+    LAST: tuple[str, ...] = ()          # and after them (the paragraph mark's properties)
     tracked = False                     # whether the paragraph holds tracked changes (kept as written)
 
     def __init__(self, element):
@@ -158,7 +161,7 @@ class Paragraph:
         self.links: list = []                          # elements that wrap runs (a hyperlink)
         if not self.tracked:
             for child in element:
-                if child.tag not in self.KEPT:
+                if child.tag not in self.FIRST + self.LAST:
                     self.read(child, None)
         self.text = "".join(text for kind, text, *_ in self.items if kind == "text")
         self.has_words = bool(self.text.strip())
@@ -218,12 +221,10 @@ class Paragraph:
         lost = [number for number, item in enumerate(self.items) if item[0] == "object" and number not in reader.seen]
         pieces = reader.pieces + [(None, number, None) for number in lost]      # nothing is left out
         keys = list(self.properties)
-        kept = [child for child in self.element if child.tag in self.KEPT]
+        last = [child for child in self.element if child.tag in self.LAST]
         for child in list(self.element):
-            self.element.remove(child)
-        for child in kept:
-            if child.tag == self.KEPT[0]:
-                self.element.append(child)
+            if child.tag not in self.FIRST:
+                self.element.remove(child)
         holder, holder_link = self.element, None
         spaced = False              # what is written so far ends in a space, a tab or a line break
         for index, (text, number, link) in enumerate(pieces):
@@ -247,9 +248,8 @@ class Paragraph:
             if text:
                 holder.append(self.run(text, self.properties[keys[number] if number is not None else self.base]))
                 spaced = text[-1].isspace()
-        for child in kept:
-            if child.tag != self.KEPT[0]:
-                self.element.append(child)
+        for child in last:
+            self.element.append(child)
         self.relabel(self.element, locale)
 
     def _elements(self, value) -> list:

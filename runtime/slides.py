@@ -29,7 +29,7 @@ LABELLED = (a("rPr"), a("endParaRPr"), a("defRPr"))     # where a language mark 
 class SlideParagraph(Paragraph):
     """An a:p."""
 
-    KEPT = (a("pPr"), a("endParaRPr"))
+    FIRST, LAST = (a("pPr"),), (a("endParaRPr"),)
 
     def read(self, child, link) -> None:
         if child.tag == a("r") and child.find(a("t")) is not None:
@@ -69,7 +69,7 @@ MAIN = frozenset({PML + "presentation.main+xml", PML + "slideshow.main+xml", PML
                   MACROS + "presentation.macroEnabled.main+xml", MACROS + "slideshow.macroEnabled.main+xml",
                   MACROS + "template.macroEnabled.main+xml"})
 PPTX = Format(
-    name="a PowerPoint presentation", suffix=".pptx", old="PowerPoint .ppt", paragraph=a("p"), reader=SlideParagraph,
+    name="a PowerPoint presentation", suffix=".pptx", old="PowerPoint .ppt", paragraphs=(a("p"),), reader=SlideParagraph,
     main=MAIN, text_parts=frozenset({PML + "slide+xml", PML + "notesSlide+xml"}),
     styles=MAIN | {PML + "slideMaster+xml", PML + "slideLayout+xml", PML + "notesMaster+xml"})
 

@@ -574,6 +574,14 @@ class Translator:
         return self._document(slides.translate_pptx, "document", document, to, options, from_lang, glossary,
                               kind=bytes, **overrides)
 
+    def translate_xlsx(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
+                       from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
+        """`document`, an Excel .xlsx file's bytes, with the text of its cells and comments translated, and
+        its numbers, formulas, formatting and sheets kept (runtime/sheets.py). Options as for `translate`."""
+        from . import sheets
+        return self._document(sheets.translate_xlsx, "document", document, to, options, from_lang, glossary,
+                              kind=bytes, **overrides)
+
     def _document(self, translate, name: str, document, to, options, from_lang, glossary, kind: type = str,
                   **more):
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks

@@ -33,7 +33,7 @@ WORDS = {w("t"), w("noBreakHyphen")}
 class WordParagraph(Paragraph):
     """A w:p."""
 
-    KEPT = (w("pPr"),)
+    FIRST = (w("pPr"),)
 
     def __init__(self, element):
         self.tracked = any(child.tag in TRACKED for child in element.iter())
@@ -120,7 +120,7 @@ def _kind(part) -> str:
 MAIN = frozenset({WORDML + "document.main+xml", WORDML + "template.main+xml", MACROS + "document.macroEnabled.main+xml",
                   MACROS + "template.macroEnabledTemplate.main+xml"})
 DOCX = Format(
-    name="a Word document", suffix=".docx", old="Word .doc", paragraph=w("p"), reader=WordParagraph, main=MAIN,
+    name="a Word document", suffix=".docx", old="Word .doc", paragraphs=(w("p"),), reader=WordParagraph, main=MAIN,
     text_parts=MAIN | {WORDML + kind + "+xml" for kind in ("header", "footer", "footnotes", "endnotes", "comments")},
     styles=frozenset({WORDML + "styles+xml"}))
 

@@ -40,7 +40,8 @@ def docx(body: str, header: str | None = None, footnotes: str | None = None, lan
             + (' TargetMode="External"' if kind == "hyperlink" else "") + "/>" for rid, kind, target in rels)
         + "</Relationships>")
     content_types = ('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-                     '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+                     '<Default Extension="rels" '
+                     'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
                      '<Default Extension="xml" ContentType="application/xml"/>'
                      '<Default Extension="png" ContentType="image/png"/>'
                      + "".join(f'<Override PartName="{name}" ContentType="{kind}"/>' for name, kind in overrides)
@@ -133,3 +134,38 @@ def slide_texts(document: bytes, part: str = "ppt/slides/slide1.xml") -> list[st
         tree = etree.fromstring(z.read(part))
     return ["".join(t.text or "" if t.tag == f"{{{A}}}t" else "\n" for t in p.iter(f"{{{A}}}t", f"{{{A}}}br"))
             for p in tree.iter(f"{{{A}}}p")]
+
+
+S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+SML = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+
+
+def xlsx(shared: list[str], cells: str, comments: str | None = None) -> bytes:
+    """A .xlsx with shared strings (each an si's content, as XML), one sheet of `cells` (c elements of
+    one row), and a comments part if given. Only what runtime/sheets.py reads: no styles or theme."""
+    overrides = [("/xl/workbook.xml", f"{SML}.sheet.main+xml"), ("/xl/sharedStrings.xml", f"{SML}.sharedStrings+xml"),
+                 ("/xl/worksheets/sheet1.xml", f"{SML}.worksheet+xml")]
+    workbook = f'<workbook xmlns="{S}"><sheets><sheet name="Tabelle1" sheetId="1"/></sheets></workbook>'
+    parts = {"xl/workbook.xml": workbook,
+             "xl/sharedStrings.xml": f'<sst xmlns="{S}" count="{len(shared)}" uniqueCount="{len(shared)}">'
+                                     + "".join(f"<si>{si}</si>" for si in shared) + "</sst>",
+             "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{S}"><sheetData><row r="1">{cells}</row></sheetData>'
+                                         '</worksheet>'}
+    if comments is not None:
+        overrides.append(("/xl/comments1.xml", f"{SML}.comments+xml"))
+        parts["xl/comments1.xml"] = (f'<comments xmlns="{S}"><authors><author>A</author></authors><commentList>'
+                                     f'<comment ref="A1" authorId="0"><text>{comments}</text></comment>'
+                                     '</commentList></comments>')
+    content_types = ('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                     '<Default Extension="xml" ContentType="application/xml"/>'
+                     + "".join(f'<Override PartName="{name}" ContentType="{kind}"/>' for name, kind in overrides)
+                     + "</Types>")
+    return zipped({"[Content_Types].xml": content_types, **parts})
+
+
+def cell_texts(document: bytes, part: str = "xl/sharedStrings.xml", tag: str = "si") -> list[str]:
+    from lxml import etree
+
+    with zipfile.ZipFile(io.BytesIO(document)) as z:
+        tree = etree.fromstring(z.read(part))
+    return ["".join(t.text or "" for t in si.iter(f"{{{S}}}t")) for si in tree.iter(f"{{{S}}}{tag}")]

@@ -1,0 +1,89 @@
+"""Excel workbooks in, workbooks out (`mt-translate --xlsx`, `Translator.translate_xlsx`).
+
+A cell's text lives in the shared strings (one si each), or inline in a sheet (is); a comment's in its
+text element. Each is translated as ooxml.py says, rich text run by run. SpreadsheetML's own rules:
+a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
+East Asian text are kept after the runs. Numbers, formulas, their cached results, sheet names and
+every other part stay as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from .ooxml import Format, Paragraph, translate_package
+
+S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."
+MACROS = "application/vnd.ms-excel."           # .xlsm and .xltm
+XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+CONTROLS = {"\t": "tab", "\n": "br"}
+
+
+def s(tag: str) -> str:
+    return f"{{{S}}}{tag}"
+
+
+class CellText(Paragraph):
+    """An si, is or comment text: plain (one t) or rich (runs of rPr and t)."""
+
+    LAST = (s("rPh"), s("phoneticPr"))
+
+    def read(self, child, link) -> None:
+        if child.tag == s("t"):
+            self._add(child.text or "", None, link)
+        elif child.tag == s("r") and child.find(s("t")) is not None:
+            self._add(child.find(s("t")).text or "", child.find(s("rPr")), link)
+
+    def _add(self, text: str, rpr, link) -> None:
+        """`text`, its line breaks and tabs as objects of their own (HTML would read them as spaces)."""
+        start = 0
+        for end, character in enumerate(text):
+            if character in CONTROLS:
+                if text[start:end]:
+                    self.add_text(text[start:end], rpr, link)
+                control = self.element.makeelement(s("t"), {})
+                control.text = character
+                self.items.append(("object", (rpr, control), CONTROLS[character], link))
+                start = end + 1
+        if text[start:]:
+            self.add_text(text[start:], rpr, link)
+
+    def run(self, text: str, rpr):
+        t = self.element.makeelement(s("t"), {})
+        t.text = text
+        return self.run_of(rpr, t)
+
+    def run_of(self, rpr, part):
+        if part.text != part.text.strip():
+            part.set(XML_SPACE, "preserve")
+        run = part.makeelement(s("r"), {})
+        if rpr is not None:
+            run.append(copy.deepcopy(rpr))
+        run.append(part)
+        return run
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        super().rewrite(translation, locale)
+        runs = [child for child in self.element if child.tag == s("r")]
+        if all(run.find(s("rPr")) is None for run in runs):     # plain text stays one t, as Excel writes it
+            t = self.element.makeelement(s("t"), {})
+            t.text = "".join(run.find(s("t")).text or "" for run in runs)
+            if t.text != t.text.strip() or "\n" in t.text:
+                t.set(XML_SPACE, "preserve")
+            for run in runs:
+                self.element.remove(run)
+            self.element.insert(0, t)
+
+
+MAIN = frozenset({SML + "sheet.main+xml", SML + "template.main+xml", MACROS + "sheet.macroEnabled.main+xml",
+                  MACROS + "template.macroEnabled.main+xml"})
+XLSX = Format(
+    name="an Excel workbook", suffix=".xlsx", old="Excel .xls", paragraphs=(s("si"), s("is"), s("text")),
+    reader=CellText, main=MAIN,
+    text_parts=frozenset({SML + "sharedStrings+xml", SML + "worksheet+xml", SML + "comments+xml"}))
+
+
+def translate_xlsx(translator, document: bytes, to=None, options=None, **settings) -> bytes:
+    """`document`, an .xlsx file's bytes, with its cells' and comments' text translated into `to` and all else kept."""
+    return translate_package(XLSX, translator, document, to, options, **settings)

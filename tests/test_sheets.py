@@ -1,0 +1,79 @@
+"""Excel workbooks (runtime/sheets.py): `Translator.translate_xlsx` and `mt-translate --xlsx`. GERMAN[i] ->
+ENGLISH[i] is what the fixture model reproduces on any CPU (greedy), so texts are asserted exactly;
+numbers, formulas and everything else must come back as they were."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from lxml import etree
+from office_files import cell_texts, docx, paragraph, xlsx
+
+from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from mtkit.runtime import TranslationError
+from mtkit.runtime.cli import main
+from mtkit.runtime.sheets import S
+
+GREEDY = {"beam_size": 1}
+BOLD = "<rPr><b/></rPr>"
+NUMBERS = '<c r="B1"><v>42.5</v></c><c r="C1" t="str"><f>CONCAT("a","b")</f><v>ab</v></c>'
+
+
+def translate(translator, document: bytes) -> bytes:
+    return translator.translate_xlsx(document, "en", from_lang="de", **GREEDY)
+
+
+def part(document: bytes, name: str):
+    with zipfile.ZipFile(io.BytesIO(document)) as z:
+        return etree.fromstring(z.read(name))
+
+
+def test_shared_inline_and_comment_texts_are_translated_and_numbers_kept(fixture_translator):
+    words = GERMAN[7].split()                          # "Wir haben ein sehr kleines Haus."
+    rich = (f'<r><t xml:space="preserve">{" ".join(words[:3])} </t></r><r>{BOLD}<t>{" ".join(words[3:5])}</t></r>'
+            f'<r><t xml:space="preserve"> {words[5]}</t></r>')
+    inline = f'<c r="D1" t="inlineStr"><is><t>{GERMAN[2]}</t></is></c>'
+    source = xlsx([f"<t>{GERMAN[0]}</t>", rich, f'<t xml:space="preserve">{GERMAN[1]}\n{GERMAN[3]}</t>',
+                   f'<t>{GERMAN[4]}</t><rPh sb="0" eb="1"><t>x</t></rPh><phoneticPr fontId="1"/>'],
+                  '<c r="A1" t="s"><v>0</v></c>' + NUMBERS + inline, comments=f"<r>{BOLD}<t>{GERMAN[5]}</t></r>")
+    out = translate(fixture_translator, source)
+    assert cell_texts(out) == [ENGLISH[0], ENGLISH[7], f"{ENGLISH[1]}\n{ENGLISH[3]}", ENGLISH[4] + "x"]
+    assert cell_texts(out, "xl/worksheets/sheet1.xml", "is") == [ENGLISH[2]]
+    assert cell_texts(out, "xl/comments1.xml", "text") == [ENGLISH[5]]
+    plain, formatted, lines, phonetic = part(out, "xl/sharedStrings.xml")
+    assert [child.tag for child in plain] == [f"{{{S}}}t"]                 # plain text stays one t
+    assert formatted.find(f".//{{{S}}}b") is not None
+    assert lines[0].get("{http://www.w3.org/XML/1998/namespace}space") == "preserve"
+    assert [child.tag.split("}")[1] for child in phonetic] == ["t", "rPh", "phoneticPr"]
+    sheet = part(out, "xl/worksheets/sheet1.xml")
+    assert [(v.tag.split("}")[1], v.text) for v in sheet.iter(f"{{{S}}}v", f"{{{S}}}f")] == [
+        ("v", "0"), ("v", "42.5"), ("f", 'CONCAT("a","b")'), ("v", "ab")]
+    assert part(out, "xl/workbook.xml").find(f".//{{{S}}}sheet").get("name") == "Tabelle1"
+
+
+@pytest.mark.parametrize("document, message", [
+    (bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504), "old Excel .xls"),
+    (docx(paragraph("Hallo")), "not an Excel workbook: it has no main part"),
+])
+def test_what_is_not_an_xlsx_is_a_clear_error(fixture_translator, document, message):
+    with pytest.raises(TranslationError, match=message):
+        translate(fixture_translator, document)
+
+
+def test_cli_translates_an_xlsx_file(fixture_bundle, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    (tmp_path / "tabelle.xlsx").write_bytes(xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>'))
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", "--xlsx", "-i",
+                                   str(tmp_path / "tabelle.xlsx"), "-o", str(tmp_path / "table.xlsx")], capsys)
+    assert (code, out, err) == (0, "", "")
+    assert cell_texts((tmp_path / "table.xlsx").read_bytes()) == [ENGLISH[0]]
+
+
+def test_parts_without_words_are_kept_byte_for_byte(fixture_translator):
+    source = xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>' + NUMBERS)
+    out = translate(fixture_translator, source)
+    with zipfile.ZipFile(io.BytesIO(source)) as before, zipfile.ZipFile(io.BytesIO(out)) as after:
+        for name in before.namelist():
+            assert (after.read(name) == before.read(name)) == (name != "xl/sharedStrings.xml"), name
