@@ -40,6 +40,7 @@ Examples:
   mt-translate --paragraphs -i brief.txt                  # wrapped text: each paragraph as one
   mt-translate --po -i locale/de/LC_MESSAGES/app.po -o app.de.po    # gettext messages
   mt-translate --json --to de -i locales/en.json -o locales/de.json
+  mt-translate --xliff -i messages.de.xlf -o messages.de.xlf.new    # units without a target
   mt-translate --docx -i bericht.docx -o report.docx     # also --pptx, --xlsx
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
@@ -77,6 +78,9 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--json", "json_strings", is_flag=True, help="The input is JSON, such as a locale file (-i or stdin): "
                                                          "its string values are translated; keys, structure and "
                                                          "indentation are kept.")
+@click.option("--xliff", is_flag=True, help="The input is XLIFF 1.2 or 2.x (-i or stdin): each unit without a "
+                                           "target gets one, marked for review; inline codes are kept; --to "
+                                           "defaults to its target language.")
 @click.option("--docx", is_flag=True, help="The input is a Word document, .docx (-i or stdin): its text is translated; "
                                           "formatting, tables, pictures, fields and links are kept.")
 @click.option("--pptx", is_flag=True, help="The input is a PowerPoint presentation, .pptx (-i or stdin): the text "
@@ -93,12 +97,13 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, docx, pptx, xlsx, html,
+         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, xliff, docx, pptx, xlsx, html,
          batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
+                                       ("--xliff", xliff),
                                        ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx)) if given]
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
@@ -199,7 +204,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         method = {"--html": functools.partial(translator.translate_html, split_sentences=not no_split),
                   "--subtitles": translator.translate_subtitles, "--markdown": translator.translate_markdown,
                   "--paragraphs": translator.translate_paragraphs, "--po": translator.translate_po,
-                  "--json": translator.translate_json}[whole]
+                  "--json": translator.translate_json, "--xliff": translator.translate_xliff}[whole]
 
         def translate_one(document: str) -> str:
             return method(document, to, options, from_lang=from_lang or "auto", glossary=glossary)
@@ -348,7 +353,10 @@ def typed_lines():
 
 
 def input_note(lineno: int, source: str) -> str | None:
-    """A note for a line that reads as part of a document --html, --subtitles or --po would translate whole."""
+    """A note for a line that reads as part of a document --html, --subtitles, --po or --xliff would translate
+    whole."""
+    if lineno <= 3 and "<xliff" in source:
+        return "the input looks like XLIFF; --xliff translates its units"
     if lineno == 1 and "<" in source and len(re.findall(TAG, source, re.I)) >= 2:
         return "the input looks like HTML; --html keeps its markup"
     if source == 'msgid ""':                                  # a gettext catalog's header, once a file
@@ -380,7 +388,7 @@ def write_output(output: str | None, write, binary: bool = False) -> None:
 
 
 def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
-    """--html, --subtitles, --markdown, --paragraphs, --po, --json and Office files: each document (a page, a
+    """--html, --subtitles, --markdown, --paragraphs, --po, --json, --xliff and Office files: each document (a page, a
     subtitle file) translated whole; the translator's warnings said with the document they came from,
     whose sentences it counts as its texts, the first MOST_WARNINGS of them (a README in code and tables
     gave 40)."""

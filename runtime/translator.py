@@ -556,6 +556,15 @@ class Translator:
         return self._document(json_strings.translate_json, "document", document, to, options, from_lang, glossary,
                               **overrides)
 
+    def translate_xliff(self, document: str, to: str | None = None, options: DecodeOptions | None = None, *,
+                        from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> str:
+        """`document`, XLIFF 1.2 or 2.x, with each unit that has no target translated and marked for review,
+        its inline codes kept, and all else kept (runtime/xliff.py). `to` defaults to the file's target
+        language. Options as for `translate`."""
+        from . import xliff
+        return self._document(xliff.translate_xliff, "document", document, to, options, from_lang, glossary,
+                              **overrides)
+
     def translate_docx(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
         """`document`, a Word .docx file's bytes, with the text of its body, tables, text boxes, headers,
