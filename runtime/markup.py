@@ -77,10 +77,11 @@ def translate_fragments(translator, fragments: list[str], to=None, options=None,
 
 
 def _relabel(raw: str, language: str) -> str:
-    """The page's own language (`<html lang="de">`) becomes the one it was translated into."""
+    """The page's own language (`<html lang="de">`, and XHTML's `xml:lang`) becomes the one it was
+    translated into."""
     if not raw[:5].lower() == "<html":
         return raw
-    return re.sub(r"""(\slang\s*=\s*["']?)[A-Za-z-]+""", lambda m: m.group(1) + language, raw, count=1)
+    return re.sub(r"""(\s(?:xml:)?lang\s*=\s*["']?)[A-Za-z-]+""", lambda m: m.group(1) + language, raw)
 
 
 # ----- reading: events, then blocks --------------------------------------------------------------
@@ -151,6 +152,26 @@ def _untranslated(tag: str, attrs: dict) -> bool:
             or "notranslate" in (attrs.get("class") or "").split())
 
 
+def _numbers_only(events, start: int, most: int = 8) -> bool:
+    """Whether the inline element at `start` holds text but no letter (a page number, a footnote's mark,
+    a price), found within `most` events: it then travels whole, as code does. Glued to a word
+    ("snow.<span id=p5>5</span>"), it would otherwise lose its place, having too few of the word's
+    characters to carry it."""
+    kind, tag = events[start][:2]
+    if kind != "start" or tag not in INLINE:
+        return False
+    text, depth = "", 0
+    for kind, inner, raw, _ in events[start:start + most]:
+        if kind == "text":
+            text += html.unescape(raw)
+        elif kind not in ("start", "end") or inner not in INLINE:
+            return False                                # a block, a comment, an atom: not a mark
+        depth += 1 if kind == "start" else -1
+        if depth == 0:
+            return bool(text.strip()) and not LETTER.search(text)
+    return False
+
+
 def _element_end(events, start: int) -> int:
     """The index after the element that starts at `start`: past its own end tag (a void one: itself)."""
     kind, tag = events[start][:2]
@@ -215,7 +236,7 @@ def _chunks(events) -> list[str | list]:
     while i < len(events):
         kind, tag, raw, attrs = events[i]
         i += 1
-        if kind in ("start", "void") and _untranslated(tag, attrs):
+        if kind in ("start", "void") and (_untranslated(tag, attrs) or _numbers_only(events, i - 1)):
             end = _element_end(events, i - 1)
             raw += "".join(e[2] for e in events[i:end])
             i = end

@@ -121,12 +121,13 @@ def serialize(tree) -> bytes:
 
 
 def write_package(document: bytes, changed: dict[str, bytes]) -> bytes:
-    """The zip again, entry by entry in its order, with the parts in `changed` replaced."""
+    """The zip again, entry by entry in its order and compression (an EPUB's mimetype is stored), with the
+    entries in `changed` replaced."""
     out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(document)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+    with zipfile.ZipFile(io.BytesIO(document)) as source, zipfile.ZipFile(out, "w") as target:
         for info in source.infolist():
             data = changed.get(info.filename)
-            target.writestr(info, source.read(info) if data is None else data, compress_type=zipfile.ZIP_DEFLATED)
+            target.writestr(info, source.read(info) if data is None else data)
     return out.getvalue()
 
 

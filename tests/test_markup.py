@@ -314,3 +314,17 @@ def test_punctuation_standing_alone_keeps_its_space():
     block.targets = [_Word("I", ()), _Word("must", block.words[1].path), _Word("cancel", ()), _Word("!", ()),
                      _Word(";)", ())]
     assert block.render() == "I <b>must</b> cancel ! ;)"
+
+
+def test_xhtml_names_its_language_twice_and_both_follow(fixture_translator):
+    page = f'<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="de" lang="de"><body><p>{GERMAN[0]}</p></body></html>'
+    assert translate(fixture_translator, page) == page.replace('"de"', '"en"').replace(GERMAN[0], ENGLISH[0])
+
+
+@pytest.mark.parametrize("mark", ['<span epub:type="pagebreak" id="Page_5">5</span>', '<sup><a href="#fn1">1</a></sup>',
+                                  "<b>12,99&nbsp;€</b>"])
+def test_an_element_of_numbers_glued_to_a_word_travels_whole(fixture_translator, mark):
+    """A page number or a footnote's mark holds too few of its word's characters to carry its element
+    with the alignment: it travels as code does, and comes back once, as written."""
+    out = translate(fixture_translator, f"<p>{GERMAN[7].rstrip('.')}{mark} {GERMAN[8]}</p>")
+    assert out.count(mark) == 1 and "`" not in out
