@@ -153,22 +153,24 @@ def _untranslated(tag: str, attrs: dict) -> bool:
 
 
 def _numbers_only(events, start: int, most: int = 8) -> bool:
-    """Whether the inline element at `start` holds text but no letter (a page number, a footnote's mark,
-    a price), found within `most` events: it then travels whole, as code does. Glued to a word
-    ("snow.<span id=p5>5</span>"), it would otherwise lose its place, having too few of the word's
-    characters to carry it."""
+    """Whether the inline element at `start` is a mark glued to a word: text with no letter (a page
+    number, a footnote's mark) with no space between it and the word ("snow.<span id=p5>5</span>"),
+    found within `most` events. It then travels whole, as code does: it would else make a word of its
+    own in the model's input, or follow the glued word (whole, a footnote's mark in superscript)."""
     kind, tag = events[start][:2]
     if kind != "start" or tag not in INLINE:
         return False
     text, depth = "", 0
-    for kind, inner, raw, _ in events[start:start + most]:
+    for end, (kind, inner, raw, _) in enumerate(events[start:start + most], start=start + 1):
         if kind == "text":
             text += html.unescape(raw)
         elif kind not in ("start", "end") or inner not in INLINE:
             return False                                # a block, a comment, an atom: not a mark
         depth += 1 if kind == "start" else -1
         if depth == 0:
-            return bool(text.strip()) and not LETTER.search(text)
+            glued = (start and events[start - 1][0] == "text" and not events[start - 1][2][-1:].isspace()) or (
+                end < len(events) and events[end][0] == "text" and not events[end][2][:1].isspace())
+            return bool(text.strip()) and not LETTER.search(text) and bool(glued)
     return False
 
 
@@ -353,8 +355,8 @@ class _Block:
         text = "".join(chars)
         self.end_path = paths[-1] if paths else ()
         for match in re.finditer(r"\S+", text):
-            counts = Counter(paths[match.start():match.end()])
-            self.words.append(_Word(match.group(), counts.most_common(1)[0][0]))
+            counts = Counter(paths[match.start():match.end()])    # the deepest elements win: none is lost
+            self.words.append(_Word(match.group(), max(counts, key=lambda path: (len(path), counts[path]))))
             while silent and silent[0][0] <= match.end() + 1:   # up to the space after it
                 position, raw = silent.pop(0)
                 self.words[-1].after += (" " if position > match.end() else "") + raw

@@ -322,9 +322,20 @@ def test_xhtml_names_its_language_twice_and_both_follow(fixture_translator):
 
 
 @pytest.mark.parametrize("mark", ['<span epub:type="pagebreak" id="Page_5">5</span>', '<sup><a href="#fn1">1</a></sup>',
-                                  "<b>12,99&nbsp;€</b>"])
+                                  "<b>(3)</b>"])
 def test_an_element_of_numbers_glued_to_a_word_travels_whole(fixture_translator, mark):
     """A page number or a footnote's mark holds too few of its word's characters to carry its element
     with the alignment: it travels as code does, and comes back once, as written."""
     out = translate(fixture_translator, f"<p>{GERMAN[7].rstrip('.')}{mark} {GERMAN[8]}</p>")
     assert out.count(mark) == 1 and "`" not in out
+    kinds = lambda page: [kind for c in _chunks(_events(page)) if isinstance(c, list) for kind, *_ in c]  # noqa: E731
+    assert "atom" in kinds(f"<p>Seite{mark} zwei</p>")
+    assert "atom" not in kinds(f"<p>Seite {mark} zwei</p>")     # a word of its own: translated with the rest
+
+
+def test_an_element_inside_a_word_is_never_lost(fixture_translator):
+    """"<b>Haupt</b>bahnhof": the element covers part of a word, and comes back around the whole of it."""
+    words = GERMAN[7].split()                      # "Wir haben ein sehr kleines Haus."
+    page = f'<p>{" ".join(words[:4])} <a id="k">k</a>leines {words[5]}</p>'
+    out = translate(fixture_translator, page)
+    assert out.count('<a id="k">') == 1 and out.count("</a>") == 1 and Outline(out).words() == ENGLISH[7]
