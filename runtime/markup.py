@@ -29,7 +29,9 @@ import numpy as np
 from .sentences import split
 from .vocab import EOS_PIECE
 
-INLINE = frozenset("a abbr acronym b bdi bdo big button cite data del dfn em font i ins label mark q s small span "
+# Inline elements: their words belong to the sentence around them. A button is not: it is a control of
+# its own, whose label is translated alone (four buttons' words in one "sentence" lost one button).
+INLINE = frozenset("a abbr acronym b bdi bdo big cite data del dfn em font i ins label mark q s small span "
                    "strike strong sub sup time tt u".split())
 SILENT = frozenset("img input wbr embed svg".split())           # inline, never translated, no words
 ATOMS = frozenset("code kbd samp var math".split())               # inline, never translated, words
@@ -70,6 +72,8 @@ def translate_fragments(translator, fragments: list[str], to=None, options=None,
             results.update(zip(wanted, found))
     for i, (block, words) in enumerate(units):
         block.targets += _carry_over(words, results.get(i))
+    for block in blocks:
+        block.restore_lost()
     out = iter(blocks)
     language = (to or translator.default_language).lower()
     return ["".join(next(out).render() if isinstance(c, list) else _relabel(c, language) for c in chunks)
@@ -384,6 +388,13 @@ class _Block:
         for start, end in list(self.partner.items()):
             if start < end and words_before[end] == words_before[start + 1]:
                 del self.partner[start], self.partner[end]
+
+    def restore_lost(self) -> None:
+        """Elements the alignment could not place (two sibling elements whose words became one word)
+        come back empty after the block's words, so that no link target or id is lost."""
+        kept = {k for word in self.targets for k in word.path}
+        lost = dict.fromkeys(k for word in self.words for k in word.path if k not in kept)
+        self.suffix = "".join(self.items[k][2] + self.items[self.partner[k]][2] for k in lost) + self.suffix
 
     def units(self, split_sentences: bool) -> list[list[_Word]]:
         """The words of each sentence (or of the whole block)."""

@@ -339,3 +339,19 @@ def test_an_element_inside_a_word_is_never_lost(fixture_translator):
     page = f'<p>{" ".join(words[:4])} <a id="k">k</a>leines {words[5]}</p>'
     out = translate(fixture_translator, page)
     assert out.count('<a id="k">') == 1 and out.count("</a>") == 1 and Outline(out).words() == ENGLISH[7]
+
+
+def test_an_element_the_alignment_cannot_place_comes_back_empty():
+    """Two sibling elements whose words became one word: the other element comes back, empty, at the end."""
+    from mtkit.runtime.markup import _Word
+
+    [block] = [_Block(c) for c in _chunks(_events('<p><a id="x">eins</a> <a id="y">zwei</a></p>'))
+               if isinstance(c, list)]
+    block.targets = [_Word("one-two", block.words[0].path)]
+    block.restore_lost()
+    assert block.render() == '<a id="x">one-two</a><a id="y"></a>'
+
+
+def test_buttons_are_translated_each_on_its_own(fixture_translator):
+    page = f'<p><button id="a">{GERMAN[11]}</button> <button id="b">{GERMAN[12]}</button></p>'
+    assert translate(fixture_translator, page) == page.replace(GERMAN[11], ENGLISH[11]).replace(GERMAN[12], ENGLISH[12])
