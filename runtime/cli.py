@@ -22,7 +22,8 @@ from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-translate"
-OFFICE = {"--docx": "translate_docx", "--pptx": "translate_pptx", "--xlsx": "translate_xlsx"}   # bytes, not lines
+BINARY = {"--docx": "translate_docx", "--pptx": "translate_pptx", "--xlsx": "translate_xlsx",      # read and written
+          "--epub": "translate_epub"}                                                          # as bytes
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
@@ -42,6 +43,7 @@ Examples:
   mt-translate --json --to de -i locales/en.json -o locales/de.json
   mt-translate --xliff -i messages.de.xlf -o messages.de.xlf.new    # units without a target
   mt-translate --docx -i bericht.docx -o report.docx     # also --pptx, --xlsx
+  mt-translate --epub -i roman.epub -o novel.epub
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -89,6 +91,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--xlsx", is_flag=True, help="The input is an Excel workbook, .xlsx (-i or stdin): the text of its "
                                           "cells and comments is translated; numbers, formulas and formatting "
                                           "are kept.")
+@click.option("--epub", is_flag=True, help="The input is an EPUB book (-i or stdin): the text of its chapters and "
+                                          "table of contents is translated; markup, images and styles are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -97,14 +101,14 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, xliff, docx, pptx, xlsx, html,
-         batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, xliff, docx, pptx, xlsx, epub,
+         html, batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
-                                       ("--xliff", xliff),
-                                       ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx)) if given]
+                                       ("--xliff", xliff), ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx),
+                                       ("--epub", epub)) if given]
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
     from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, same_file
@@ -165,8 +169,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     if provider == "auto" and asked_for_auto and not quiet:
         print(f"{PROG}: provider auto: using {translator.provider} ({translator.provider_note})", file=sys.stderr)
 
-    if whole in OFFICE:              # bytes in and out, not lines
-        method = getattr(translator, OFFICE[whole])
+    if whole in BINARY:              # bytes in and out, not lines
+        method = getattr(translator, BINARY[whole])
         try:
             document = open_binary(input_file).read() if input_file and input_file != "-" else sys.stdin.buffer.read()
             write_output(output, lambda out: write_documents(out, lambda d: method(
@@ -277,9 +281,9 @@ def check_usage(text, input_file, output, fmt, options, wholes: list[str], prefi
         raise click.UsageError("--prefixes needs the lines to translate as TEXT or -i FILE, to match its lines to")
     if whole and whole != "--html" and text:
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin, not as TEXT")
-    if whole in OFFICE and (not input_file or input_file == "-") and sys.stdin.isatty():
+    if whole in BINARY and (not input_file or input_file == "-") and sys.stdin.isatty():
         raise click.UsageError(f"{whole} reads a file: give it with -i FILE or on stdin")
-    if whole in OFFICE and (not output or output == "-") and sys.stdout.isatty():
+    if whole in BINARY and (not output or output == "-") and sys.stdout.isatty():
         raise click.UsageError(f"{whole} writes a file: give -o FILE or send stdout to one")
     return whole
 
@@ -388,10 +392,9 @@ def write_output(output: str | None, write, binary: bool = False) -> None:
 
 
 def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
-    """--html, --subtitles, --markdown, --paragraphs, --po, --json, --xliff and Office files: each document (a page, a
-    subtitle file) translated whole; the translator's warnings said with the document they came from,
-    whose sentences it counts as its texts, the first MOST_WARNINGS of them (a README in code and tables
-    gave 40)."""
+    """Each document (a page, a subtitle file, a book) translated whole; the translator's warnings said
+    with the document they came from, whose sentences it counts as its texts, the first MOST_WARNINGS
+    of them (a README in code and tables gave 40)."""
     import warnings
 
     from .language_id import LanguageWarning

@@ -591,6 +591,14 @@ class Translator:
         return self._document(sheets.translate_xlsx, "document", document, to, options, from_lang, glossary,
                               kind=bytes, **overrides)
 
+    def translate_epub(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
+                       from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
+        """`document`, an EPUB book's bytes, with the text of its chapters and table of contents translated,
+        and its markup, images, styles and metadata kept (runtime/epub.py). Options as for `translate`."""
+        from . import epub
+        return self._document(epub.translate_epub, "document", document, to, options, from_lang, glossary,
+                              kind=bytes, **overrides)
+
     def _document(self, translate, name: str, document, to, options, from_lang, glossary, kind: type = str,
                   **more):
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks

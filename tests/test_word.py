@@ -185,4 +185,4 @@ def test_cli_docx_errors_are_one_line_and_write_nothing(model, tmp_path, capsys)
 def test_plain_translation_of_a_docx_points_to_docx(model, tmp_path, capsys):
     (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0])))
     code, out, err = cli(capsys, "-i", str(tmp_path / "brief.docx"))
-    assert code == 1 and out == "" and "it is a zip file: --docx, --pptx and --xlsx translate" in err
+    assert code == 1 and out == "" and "it is a zip file: --docx, --pptx, --xlsx and --epub translate" in err
