@@ -78,6 +78,19 @@ def invoke(main, args, capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
+def translate_cli(capsys, *args) -> tuple[int, str, str]:
+    """mt-translate in this process, as the fixture model runs: its ONNX Runtime threads, greedy, from German."""
+    from mtkit.runtime.cli import main
+    return invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", *args], capsys)
+
+
+@pytest.fixture
+def model(fixture_bundle, monkeypatch) -> Path:
+    """The fixture bundle as mt-translate's default model ($MT_MODEL)."""
+    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+    return fixture_bundle
+
+
 @pytest.fixture
 def models_dir(tmp_path, monkeypatch) -> Path:
     """An empty models directory and cache, and no default model from the environment."""

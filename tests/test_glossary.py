@@ -116,11 +116,6 @@ def test_a_glossary_must_be_a_glossary(fixture_translator):
         next(fixture_translator.translate_iter(["Hallo"], glossary={"Hallo": "Hi"}))
 
 
-@pytest.fixture
-def model(fixture_bundle, monkeypatch):
-    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
-
-
 def test_cli_glossary(model, tmp_path, capsys):
     path = write(tmp_path, "de\ten\nBananen\tplantains\n")
     code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de",

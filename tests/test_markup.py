@@ -20,9 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
-from mtkit.runtime.cli import main
 from mtkit.runtime.markup import (MAX_UNIT_WORDS, _Block, _chunks, _events, carry_paths, translate_fragments,
                                   translate_html, word_alignment)
 
@@ -214,16 +213,6 @@ def test_translate_html_takes_the_decoding_options(fixture_translator):
 
 
 # ----- mt-translate --html -----------------------------------------------------------------------------
-
-@pytest.fixture
-def model(fixture_bundle, monkeypatch):
-    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
-    return fixture_bundle
-
-
-def cli(capsys, *args):
-    return invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", *args], capsys)
-
 
 def test_cli_translates_a_page_file_whole(model, tmp_path, capsys):
     page = tmp_path / "seite.html"

@@ -73,11 +73,6 @@ def test_a_file_that_is_no_catalog_is_a_clear_error(fixture_translator):
         fixture_translator.translate_po("Hallo Welt\nnoch eine Zeile\n", to="en")
 
 
-@pytest.fixture
-def model(fixture_bundle, monkeypatch):
-    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
-
-
 def test_cli_po(model, tmp_path, capsys):
     source = tmp_path / "app.po"
     source.write_text(catalog(entry(GERMAN[9])), encoding="utf-8")

@@ -11,9 +11,8 @@ import pytest
 from lxml import etree
 from office_files import cell_texts, docx, paragraph, xlsx
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
-from mtkit.runtime.cli import main
 from mtkit.runtime.sheets import S
 
 GREEDY = {"beam_size": 1}
@@ -62,11 +61,9 @@ def test_what_is_not_an_xlsx_is_a_clear_error(fixture_translator, document, mess
         translate(fixture_translator, document)
 
 
-def test_cli_translates_an_xlsx_file(fixture_bundle, monkeypatch, tmp_path, capsys):
-    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
+def test_cli_translates_an_xlsx_file(model, tmp_path, capsys):
     (tmp_path / "tabelle.xlsx").write_bytes(xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>'))
-    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", "--xlsx", "-i",
-                                   str(tmp_path / "tabelle.xlsx"), "-o", str(tmp_path / "table.xlsx")], capsys)
+    code, out, err = cli(capsys, "--xlsx", "-i", str(tmp_path / "tabelle.xlsx"), "-o", str(tmp_path / "table.xlsx"))
     assert (code, out, err) == (0, "", "")
     assert cell_texts((tmp_path / "table.xlsx").read_bytes()) == [ENGLISH[0]]
 

@@ -11,9 +11,8 @@ import pytest
 from lxml import etree
 from office_files import PNG, docx, paragraph, pptx, shape, slide_paragraph, slide_run, slide_texts
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
-from mtkit.runtime.cli import main
 from mtkit.runtime.slides import A
 
 GREEDY = {"beam_size": 1}
@@ -78,16 +77,6 @@ def test_formatting_links_fields_and_breaks_stay_with_their_words(fixture_transl
 def test_what_is_not_a_pptx_is_a_clear_error(fixture_translator, document, message):
     with pytest.raises(TranslationError, match=message):
         translate(fixture_translator, document)
-
-
-@pytest.fixture
-def model(fixture_bundle, monkeypatch):
-    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
-    return fixture_bundle
-
-
-def cli(capsys, *args):
-    return invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", *args], capsys)
 
 
 def test_cli_translates_a_pptx_file_and_refuses_a_docx(model, tmp_path, capsys):

@@ -132,11 +132,6 @@ def test_looks_like_subtitles():
     assert not looks_like_subtitles("Hallo\nWelt\n")
 
 
-@pytest.fixture
-def model(fixture_bundle, monkeypatch):
-    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
-
-
 def test_cli_subtitles_file(model, tmp_path, capsys):
     source = tmp_path / "film.de.srt"
     source.write_text(srt([GERMAN[7]], [GERMAN[8]]), encoding="utf-8")

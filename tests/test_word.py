@@ -11,9 +11,8 @@ import pytest
 from office_files import PNG, docx, paragraph, run, texts
 from lxml import etree
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
-from mtkit.runtime.cli import main
 from mtkit.runtime.word import W
 
 GREEDY = {"beam_size": 1}
@@ -155,16 +154,6 @@ def test_a_damaged_part_or_a_str_is_a_clear_error(fixture_translator):
 
 
 # ----- mt-translate --docx -----------------------------------------------------------------------------
-
-@pytest.fixture
-def model(fixture_bundle, monkeypatch):
-    monkeypatch.setenv("MT_MODEL", str(fixture_bundle))
-    return fixture_bundle
-
-
-def cli(capsys, *args):
-    return invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", *args], capsys)
-
 
 def test_cli_translates_a_docx_file(model, tmp_path, capsys):
     (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0]) + paragraph(GERMAN[1])))
