@@ -14,6 +14,7 @@ _EXPORTS = {
     "TranslationError": "errors", "ModelLoadError": "errors", "ProviderError": "errors",
     "BundleError": "bundle_format", "BundleConfig": "bundle_format",
     "default_model": "bundle", "Glossary": "glossary", "GlossaryError": "glossary",
+    "translation_progress": "progress",
 }
 
 __all__ = list(_EXPORTS)

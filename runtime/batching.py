@@ -8,6 +8,7 @@ import numpy as np
 
 from .decode_budget import BUDGET
 from .prefix import Prefix
+from .progress import advance
 from .repetition import Pieces
 from .search import DecodeOptions, DecoderBackend, Result, decode
 from .threads import run_in_threads
@@ -60,6 +61,7 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
     results: list[Result | None] = [None] * len(sources)
     rows = max(opts.num_hypotheses if opts.sampling else opts.beam_size, 1) * max(parallel_batches, 1)
     batches = list(length_batches([len(s) for s in sources], max_tokens // rows, max(max_sentences // rows, 1)))
+    advance(total=len(sources))
 
     def run(batch: list[int]) -> list[Result]:
         src_ids, src_mask = pad_batch([sources[i] for i in batch])
@@ -72,4 +74,5 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
     for batch, batch_results in zip(batches, decoded):
         for i, result in zip(batch, batch_results):
             results[i] = result
+        advance(done=len(batch))
     return results

@@ -7,6 +7,7 @@ shows, never sacrebleu or torch).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import itertools
@@ -174,8 +175,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         try:
             document = open_binary(input_file).read() if input_file and input_file != "-" else sys.stdin.buffer.read()
             write_output(output, lambda out: write_documents(out, lambda d: method(
-                d, to, options, from_lang=from_lang or "auto", glossary=glossary), [document], newline=False),
-                binary=True)
+                d, to, options, from_lang=from_lang or "auto", glossary=glossary), [document], newline=False,
+                progress=not quiet), binary=True)
         except (TranslationError, InputError) as e:
             raise CommandError(f"{input_file or 'stdin'}: {e}" if isinstance(e, TranslationError) else str(e)) from None
         return
@@ -215,7 +216,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
         try:
             documents = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
-            write_output(output, lambda out: write_documents(out, translate_one, documents, newline=bool(text)))
+            write_output(output, lambda out: write_documents(out, translate_one, documents, newline=bool(text),
+                                                             progress=not quiet))
         except (TranslationError, InputError) as e:
             raise CommandError(str(e)) from None
         return
@@ -391,16 +393,17 @@ def write_output(output: str | None, write, binary: bool = False) -> None:
         stdout.flush()
 
 
-def write_documents(out, translate_one, documents: list[str], newline: bool) -> None:
-    """Each document (a page, a subtitle file, a book) translated whole; the translator's warnings said
-    with the document they came from, whose sentences it counts as its texts, the first MOST_WARNINGS
-    of them (a README in code and tables gave 40)."""
+def write_documents(out, translate_one, documents: list, newline: bool, progress: bool = False) -> None:
+    """Each document (a page, a subtitle file, a book) translated whole, with a progress bar of its
+    sentences when `progress` and stderr is a terminal; the translator's warnings said with the
+    document they came from, whose sentences it counts as its texts, the first MOST_WARNINGS of them (a
+    README in code and tables gave 40)."""
     import warnings
 
     from .language_id import LanguageWarning
 
     for number, document in enumerate(documents, start=1):
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, document_progress(progress and sys.stderr.isatty()):
             warnings.simplefilter("always")
             result = translate_one(document)
         where = f"document {number}" if len(documents) > 1 else "document"
@@ -412,6 +415,20 @@ def write_documents(out, translate_one, documents: list[str], newline: bool) -> 
                       if any(issubclass(w.category, LanguageWarning) for w in caught) else "")
             print(f"{PROG}: warning: {where}: {len(caught) - MOST_WARNINGS} more warnings{advice}", file=sys.stderr)
         out.write(result + "\n" if newline else result)
+
+
+@contextlib.contextmanager
+def document_progress(show: bool):
+    """Within the block, a progress bar on stderr of the sentences decoded, when `show` (rich loads only then)."""
+    if not show:
+        yield
+        return
+    from .progress import translation_progress
+
+    bar = progress_bar()
+    task = bar.add_task("translate", total=None)
+    with bar, translation_progress(lambda done, total: bar.update(task, completed=done, total=total)):
+        yield
 
 
 def record(lineno: int, tr, fmt: str, options) -> str:

@@ -78,6 +78,34 @@ def invoke(main, args, capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
+def stderr_on_terminal(command: list[str]) -> tuple[int, bytes]:
+    """Run `command` with its stderr on a pseudo-terminal, as a user's is: its exit code and what it
+    drew there (a progress bar, which rich draws only on a terminal)."""
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(command, stderr=follower, stdout=subprocess.PIPE, timeout=120,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "80"})
+        os.close(follower)
+        follower = None
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower is not None:
+            os.close(follower)
+        os.close(leader)
+    return proc.returncode, shown
+
+
 def translate_cli(capsys, *args) -> tuple[int, str, str]:
     """mt-translate in this process, as the fixture model runs: its ONNX Runtime threads, greedy, from German."""
     from mtkit.runtime.cli import main

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke
+from conftest import ENGLISH, GERMAN, ORT_THREADS, invoke, stderr_on_terminal
 from mtkit.runtime.cli import main
 
 BIN = Path(sys.executable).parent / "mt-translate"
@@ -442,27 +442,9 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     piped = run("-i", str(src), "-o", str(tmp_path / "a.txt"), "--beam-size", "1")
     assert piped.returncode == 0 and piped.stderr == b""
     # stderr on a pseudo-terminal: rich draws the bar there.
-    leader, follower = pty.openpty()
-    try:
-        proc = subprocess.run([str(BIN), "--threads", str(ORT_THREADS), "-i", str(src), "-o", str(tmp_path / "b.txt"), "--beam-size", "1"],
-                              stderr=follower, stdout=subprocess.PIPE, timeout=120,
-                              env={**os.environ, "OMP_NUM_THREADS": "1", "TERM": "xterm", "COLUMNS": "80"})
-        os.close(follower)
-        follower = None
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        if follower is not None:
-            os.close(follower)
-        os.close(leader)
-    assert proc.returncode == 0
+    code, shown = stderr_on_terminal([str(BIN), "--threads", str(ORT_THREADS), "-i", str(src), "-o",
+                                      str(tmp_path / "b.txt"), "--beam-size", "1"])
+    assert code == 0
     assert b"translating" in shown
     assert (tmp_path / "a.txt").read_bytes() == (tmp_path / "b.txt").read_bytes()
 

@@ -1,0 +1,44 @@
+"""How far a long translation has got: a callback told after each batch the decoder finishes, for a
+document's progress bar (`mt-translate --epub`, ...) or an application's.
+
+    from mtkit.runtime import translation_progress
+    with translation_progress(lambda done, total: print(f"{done}/{total}")):
+        translator.translate_epub(book, "en")
+
+Counted in sentences (parts of sentences, for very long ones) over every decode inside the block: a
+document that translates in several calls (its text, then the sentences whose markup needs the
+alignment) adds each call's count to the total when the call starts. Kept in a context variable, so
+that no document function passes it along, and each thread or task has its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_report: ContextVar[Callable[[int, int], None] | None] = ContextVar("translation_progress", default=None)
+
+
+@contextmanager
+def translation_progress(callback: Callable[[int, int], None]) -> Iterator[None]:
+    """Within the block, `callback(done, total)` each time the count of sentences decoded or to decode
+    changes."""
+    counts = [0, 0]
+
+    def report(done: int, total: int) -> None:
+        counts[0] += done
+        counts[1] += total
+        callback(counts[0], counts[1])
+
+    token = _report.set(report)
+    try:
+        yield
+    finally:
+        _report.reset(token)
+
+
+def advance(done: int = 0, total: int = 0) -> None:
+    """Tell the block's callback, if there is one, of `done` more sentences decoded, `total` more to decode."""
+    if (report := _report.get()) is not None:
+        report(done, total)
