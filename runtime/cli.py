@@ -21,10 +21,11 @@ from click.core import ParameterSource
 
 from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
+from .documents import BINARY as BYTES
+from .documents import METHODS
 
 PROG = "mt-translate"
-BINARY = {"--docx": "translate_docx", "--pptx": "translate_pptx", "--xlsx": "translate_xlsx",      # read and written
-          "--epub": "translate_epub"}                                                          # as bytes
+BINARY = {f"--{kind[1:]}": METHODS[kind] for kind in sorted(BYTES)}     # --docx, ...: read and written as bytes
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 

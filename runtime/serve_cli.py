@@ -32,6 +32,8 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True, help="Port (0: any free one).")
 @click.option("--char-limit", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
               help="The most characters one request may ask to translate.")
+@click.option("--file-limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="MB",
+              help="The largest file POST /translate_file takes (a .docx, .epub, ...), in megabytes.")
 @click.option("--glossary", metavar="FILE", help="Terms every request translates one way (the format of mt-translate "
                                                    "--glossary).")
 @click.option("--cors", metavar="ORIGIN", default=None,
@@ -45,9 +47,10 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @budget_options
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options(exclude=("num_hypotheses", "return_alignment"))     # per request: "alternatives"
-def main(model, provider, variant, threads, host, port, char_limit, glossary, cors, concurrency, queue, cache,
+def main(model, provider, variant, threads, host, port, char_limit, file_limit, glossary, cors, concurrency, queue, cache,
          max_batch_tokens, max_batch_sentences, quiet, options) -> None:
-    """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages."""
+    """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages,
+    POST /translate_file."""
     import warnings
 
     from .errors import TranslationError
@@ -72,7 +75,8 @@ def main(model, provider, variant, threads, host, port, char_limit, glossary, co
         except GlossaryError as e:
             raise CommandError(f"{glossary_file}: {e}") from None
     try:
-        service = Service(translator, options, char_limit, cors, glossary, concurrency, queue, cache)
+        service = Service(translator, options, char_limit, cors, glossary, concurrency, queue, cache,
+                          file_limit=file_limit * 1_000_000)
         server = make_server(service, host, port, quiet=quiet)
     except OSError as e:
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None

@@ -8,6 +8,9 @@ and anything that speaks JSON, can use a local model:
                      the model continues: Translator.translate's `prefix`, for interactive translation)
     POST /detect     {"q": "Guten Morgen"}  ->  [{"language": "de", "confidence": 96.5}, ...]
     GET  /languages  ->  [{"code": "de", "name": "German", "targets": ["en"]}, ...]
+    POST /translate_file  multipart/form-data: file, source, target  ->  {"translatedFileUrl": ".../download_file/..."}
+    GET  /download_file/<id>/<name>  ->  the translated file (the last `files` are kept, in memory)
+    GET  /frontend/settings  ->  the limits and file types LibreTranslate's clients ask for
 
 Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits)
 and {"error": "..."}. One Translator serves every request. Requests are read in threads, but only
@@ -22,16 +25,20 @@ may call it from another origin only when `cors` names that origin (or "*").
 from __future__ import annotations
 
 import json
+import mimetypes
+import secrets
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from pathlib import PurePath
+from urllib.parse import parse_qs, quote, urlsplit
 
 from . import language_id
 from .decode_options import DecodeOptions
+from .documents import METHODS, translate_file
 from .errors import TranslationError
 from .markup import translate_fragments
 from .translator import prefixes_for
@@ -113,12 +120,47 @@ class Service:
     concurrency: int = 1             # translations at once
     queue: int = 32                  # requests that may wait for their turn
     cache: int = 2000                # texts whose answers are kept
+    file_limit: int = 20_000_000     # bytes of a file to translate
+    files: int = 32                  # translated files kept for download
     admission: Admission = field(init=False, repr=False)
     answers: AnswerCache = field(init=False, repr=False)
+    downloads: AnswerCache = field(init=False, repr=False)
 
     def __post_init__(self):
         self.admission = Admission(self.concurrency, self.queue)
         self.answers = AnswerCache(self.cache)
+        self.downloads = AnswerCache(self.files)
+
+    def settings(self) -> dict:
+        return {"charLimit": self.char_limit, "filesTranslation": True, "fileLimitBytes": self.file_limit,
+                "supportedFilesFormat": list(METHODS), "apiKeys": False, "keyRequired": False, "suggestions": False}
+
+    def translate_file(self, params: dict) -> dict:
+        """The file in `params` translated and kept for download; its path in the answer."""
+        upload = params.get("file")
+        if not isinstance(upload, tuple):
+            raise RequestError(400, "Invalid request: missing file parameter (send multipart/form-data)")
+        name, data = upload
+        target, source = self._languages(params)
+        if len(data) > self.file_limit:
+            raise RequestError(413, f"Invalid request: the file ({len(data)} bytes) is over the limit "
+                                    f"({self.file_limit})")
+        try:
+            with self.admission.turn():
+                translated = translate_file(self.translator, name, data, target, self.options, from_lang=source,
+                                            glossary=self.glossary)
+        except TranslationError as e:
+            raise RequestError(400, f"Invalid request: {e}") from None
+        key = secrets.token_urlsafe(12)
+        self.downloads.put((key,), {"name": name, "data": translated})
+        return {"translatedFileUrl": f"/download_file/{key}/{quote(PurePath(name).name)}"}
+
+    def download(self, path: str) -> dict:
+        """A translated file, by the path translate_file gave: {"name", "data"}."""
+        found = self.downloads.get((path.split("/")[2],)) if path.count("/") >= 2 else None
+        if found is None:
+            raise RequestError(404, "no such file: it was never made, or was one of the oldest and is gone")
+        return found
 
     def languages(self) -> list[dict]:
         t = self.translator
@@ -135,12 +177,7 @@ class Service:
 
     def translate(self, params: dict) -> dict:
         texts = self._texts(params)
-        target = params.get("target")
-        if not isinstance(target, str) or not target:
-            raise RequestError(400, "Invalid request: missing target parameter")
-        source = params.get("source") or "auto"
-        if not isinstance(source, str):
-            raise RequestError(400, "Invalid request: source must be a language code or auto")
+        target, source = self._languages(params)
         fmt = params.get("format") or "text"
         if fmt not in ("text", "html"):
             raise RequestError(400, f"Invalid request: format must be text or html, not {fmt!r}")
@@ -189,6 +226,15 @@ class Service:
             answer["alternatives"] = [[h.text for h in tr.hypotheses[1:]] for tr in translations]
         return answer
 
+    def _languages(self, params: dict) -> tuple[str, str]:
+        target = params.get("target")
+        if not isinstance(target, str) or not target:
+            raise RequestError(400, "Invalid request: missing target parameter")
+        source = params.get("source") or "auto"
+        if not isinstance(source, str):
+            raise RequestError(400, "Invalid request: source must be a language code or auto")
+        return target, source
+
     def _texts(self, params: dict, one: bool = False) -> list[str]:
         q = params.get("q")
         if q is None or q == [] or q == "":
@@ -231,6 +277,17 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path.rstrip("/")
         if path == "/languages":
             self._answer(200, self.service.languages())
+        elif path == "/frontend/settings":
+            self._answer(200, self.service.settings())
+        elif path.startswith("/download_file/"):
+            try:
+                found = self.service.download(path)
+            except RequestError as e:
+                self._answer(e.status, {"error": str(e)})
+                return
+            kind = mimetypes.guess_type(found["name"])[0] or "application/octet-stream"
+            self._answer(200, found["data"], {"Content-Type": kind, "Content-Disposition":
+                                              f"attachment; filename*=UTF-8''{quote(PurePath(found['name']).name)}"})
         elif path in ("", "/health"):
             self._answer(200, {"status": "ok", "languages": self.service.translator.languages})
         else:
@@ -241,11 +298,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         path = urlsplit(self.path).path.rstrip("/")
-        routes = {"/translate": self.service.translate, "/detect": self.service.detect}
+        routes = {"/translate": self.service.translate, "/detect": self.service.detect,
+                  "/translate_file": self.service.translate_file}
         try:
             if path not in routes:
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
-            self._answer(200, routes[path](self._params()))
+            answer = routes[path](self._params())
+            if "translatedFileUrl" in answer:               # a whole address, as LibreTranslate gives
+                answer["translatedFileUrl"] = f"http://{self.headers.get('Host', 'localhost')}" + answer["translatedFileUrl"]
+            self._answer(200, answer)
         except RequestError as e:
             self._answer(e.status, {"error": str(e)}, {"Retry-After": "1"} if e.status == 503 else {})
         except Exception as e:           # a fault of ours: the client gets an answer, the log the detail
@@ -274,15 +335,18 @@ class Handler(BaseHTTPRequestHandler):
             length = -1
         if length < 0:
             raise RequestError(400, "Invalid request: bad Content-Length")
-        if length > 8 * self.service.char_limit + 65536:        # UTF-8 and JSON escapes, with room to spare
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        limit = self.service.file_limit if kind == "multipart/form-data" else 8 * self.service.char_limit
+        if length > limit + 65536:        # UTF-8 and JSON escapes, a form's headers: with room to spare
             raise RequestError(413, f"Invalid request: a body of {length} bytes is over the limit")
         body = self.rfile.read(length) if length > 0 else b""
+        if kind == "multipart/form-data":
+            return _form_data(self.headers.get("Content-Type"), body)
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as e:
             raise RequestError(400, f"Invalid request: the body is not UTF-8 (byte {body[e.start]:#x} at offset "
                                     f"{e.start})") from None
-        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         looks_json = text.lstrip().startswith(("{", "["))     # curl -d sends JSON as a form unless told
         if not looks_json and (kind == "application/x-www-form-urlencoded" or "=" in text):
             try:        # strict: bytes that are not UTF-8 would become U+FFFD, and be translated as ""
@@ -308,11 +372,13 @@ class Handler(BaseHTTPRequestHandler):
         return params
 
     def _answer(self, status: int, data, headers: dict | None = None) -> None:
-        body = b"" if data is None else json.dumps(data, ensure_ascii=False).encode("utf-8")
+        """`data` as JSON, or as it is if bytes (a file, whose headers say what it is)."""
+        raw = isinstance(data, bytes)
+        body = data if raw else b"" if data is None else json.dumps(data, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        if body:
+        if body and not raw:
             self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         if self.service.cors:
@@ -325,6 +391,28 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):
         if not getattr(self.server, "quiet", False):
             super().log_message(format, *args)
+
+
+def _form_data(content_type: str, body: bytes) -> dict:
+    """A multipart/form-data body's fields: text as str, a file as (its name, its bytes)."""
+    import email.parser
+    import email.policy
+
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+    if not message.is_multipart():
+        raise RequestError(400, "Invalid request: a multipart/form-data body without its parts")
+    fields = {}
+    for part in message.iter_parts():
+        name, data = part.get_param("name", header="content-disposition"), part.get_payload(decode=True) or b""
+        if part.get_filename() is not None:
+            fields[name] = (part.get_filename(), data)
+            continue
+        try:
+            fields[name] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RequestError(400, f"Invalid request: the form field {name!r} is not UTF-8") from None
+    return fields
 
 
 def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, quiet: bool = False) -> ThreadingHTTPServer:

@@ -345,3 +345,47 @@ def test_a_body_without_a_usable_length_is_refused(url, headers, status, message
     answer = connection.getresponse()
     assert answer.status == status and message in json.loads(answer.read())["error"]
     connection.close()
+
+
+def form_data(fields: dict, file: tuple[str, bytes]) -> tuple[bytes, str]:
+    """A multipart/form-data body of text `fields` and one (name, bytes) file, and its Content-Type."""
+    boundary = "mtkit-test-boundary"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{file[0]}"\r\n'
+                 f"Content-Type: application/octet-stream\r\n\r\n".encode() + file[1] + b"\r\n")
+    return b"".join(parts) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def test_translate_file_then_download_it(url):
+    """LibreTranslate's file translation: POST /translate_file gives an address, GET there gives the file."""
+    from office_files import docx, paragraph, texts
+
+    for name, data, read in (("brief.docx", docx(paragraph(GERMAN[0]) + paragraph(GERMAN[1])), texts),
+                             ("notiz.txt", f"{GERMAN[2]}\r\n\r\n{GERMAN[3]}".encode(), lambda d: d.decode())):
+        body, kind = form_data({"source": "de", "target": "en"}, (name, data))
+        status, answer = call(url, "/translate_file", raw=body, content_type=kind)
+        assert status == 200 and answer["translatedFileUrl"].startswith(url + "/download_file/")
+        assert answer["translatedFileUrl"].endswith("/" + name)
+        with urllib.request.urlopen(answer["translatedFileUrl"], timeout=60) as response:
+            assert name in response.headers["Content-Disposition"]
+            got = response.read()
+        expected = [ENGLISH[0], ENGLISH[1]] if name.endswith(".docx") else f"{ENGLISH[2]}\r\n\r\n{ENGLISH[3]}"
+        assert read(got) == expected
+    status, settings = call(url, "/frontend/settings")
+    assert status == 200 and settings["filesTranslation"] and ".epub" in settings["supportedFilesFormat"]
+
+
+@pytest.mark.parametrize("name, data, status, message", [
+    ("scan.pdf", b"%PDF-1.7", 400, "files of type .pdf are not supported"),
+    ("alt.docx", b"not a zip", 400, "not a .docx"),
+    ("latin1.txt", "Grüße".encode("latin-1"), 400, "not UTF-8"),
+])
+def test_translate_file_refuses_what_it_cannot_read(url, name, data, status, message):
+    body, kind = form_data({"target": "en"}, (name, data))
+    code, answer = call(url, "/translate_file", raw=body, content_type=kind)
+    assert code == status and message in answer["error"]
+
+
+def test_a_file_never_made_is_not_found(url):
+    assert call(url, "/download_file/nothing/brief.docx")[0] == 404
+    assert call(url, "/translate_file", {"target": "en"})[0] == 400       # JSON: no file in it

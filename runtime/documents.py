@@ -1,0 +1,44 @@
+"""Whole files by their name: which Translator method translates a file of each kind, and whether it
+is read as bytes or as UTF-8 text (`mt-serve`'s /translate_file). A .txt file goes line by line, as
+plain `mt-translate` reads it."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from .errors import TranslationError
+
+METHODS = {
+    ".txt": "lines", ".html": "translate_html", ".htm": "translate_html", ".xhtml": "translate_html",
+    ".srt": "translate_subtitles", ".vtt": "translate_subtitles", ".md": "translate_markdown",
+    ".po": "translate_po", ".pot": "translate_po", ".json": "translate_json", ".arb": "translate_json",
+    ".xlf": "translate_xliff", ".xliff": "translate_xliff",
+    ".docx": "translate_docx", ".pptx": "translate_pptx", ".xlsx": "translate_xlsx", ".epub": "translate_epub",
+}
+BINARY = {".docx", ".pptx", ".xlsx", ".epub"}
+
+
+def suffix(name: str) -> str:
+    return PurePath(name).suffix.lower()
+
+
+def translate_file(translator, name: str, data: bytes, to=None, options=None, **settings) -> bytes:
+    """The file `name` (its bytes) translated, as bytes of the same kind; a TranslationError for a kind
+    not in METHODS, or text that is not UTF-8."""
+    kind = suffix(name)
+    if kind not in METHODS:
+        raise TranslationError(f"files of type {kind or '(no extension)'} are not supported; these are: "
+                               f"{', '.join(METHODS)}")
+    if kind in BINARY:
+        return getattr(translator, METHODS[kind])(data, to, options, **settings)
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise TranslationError(f"{name}: not UTF-8 (byte {data[e.start]:#x} at offset {e.start})") from None
+    if kind == ".txt":
+        lines = text.split("\n")
+        done = translator.translate([line.rstrip("\r") for line in lines], to, options, **settings)
+        translated = "\n".join(tr.text + ("\r" if line.endswith("\r") else "") for tr, line in zip(done, lines))
+    else:
+        translated = getattr(translator, METHODS[kind])(text, to, options, **settings)
+    return translated.encode("utf-8")
