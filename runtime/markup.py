@@ -479,6 +479,10 @@ def _carry_over(source: list[_Word], translation) -> list[_Word]:
     scores = word_alignment(a.source_tokens, a.target_tokens, np.asarray(a.weights, dtype=np.float32),
                             len(source), len(texts))
     targets = [_Word(t, p) for t, p in zip(texts, carry_paths([w.path for w in source], scores))]
+    atoms = {k: w.path for w in source for k in ATOM_REF.findall(w.text)}
+    for word in targets:        # code keeps the elements it was in: inside a link, its own link would nest
+        if (found := ATOM_REF.search(word.text)) and found.group(1) in atoms:
+            word.path = atoms[found.group(1)]
     targets += [_Word(f"`{k}`", source[-1].path) for k in _lost_atoms(source, texts)]
     for i, word in enumerate(source):
         if word.after:       # the last word's markup stays last: it closed the sentence

@@ -344,3 +344,19 @@ def test_an_element_the_alignment_cannot_place_comes_back_empty():
 def test_buttons_are_translated_each_on_its_own(fixture_translator):
     page = f'<p><button id="a">{GERMAN[11]}</button> <button id="b">{GERMAN[12]}</button></p>'
     assert translate(fixture_translator, page) == page.replace(GERMAN[11], ENGLISH[11]).replace(GERMAN[12], ENGLISH[12])
+
+
+def test_code_keeps_the_elements_it_was_in():
+    """`<a>[HTML5]</a> <code><a>a</a></code>`: the alignment may carry the code's word into the first
+    link, and a link inside a link is no HTML. A word holding code keeps the source word's elements."""
+    from types import SimpleNamespace
+
+    from mtkit.runtime.markup import _carry_over, _Word
+
+    link = 3
+    source = [_Word("[HTML5]", (link,)), _Word("`0`", ()), _Word("Element", ())]
+    alignment = SimpleNamespace(source_tokens=["<2de>", "▁[HTML5]", "▁`0`", "▁Element", "</s>"],
+                                target_tokens=["▁[HTML5]", "▁`0`", "▁Element", "</s>"],
+                                weights=[[0, 1, 0, 0, 0], [0, .6, .4, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 0, 1]])
+    targets = _carry_over(source, SimpleNamespace(text="[HTML5] `0` Element", translated=True, alignment=alignment))
+    assert [(w.text, w.path) for w in targets] == [("[HTML5]", (link,)), ("`0`", ()), ("Element", ())]
