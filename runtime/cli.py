@@ -21,11 +21,11 @@ from click.core import ParameterSource
 
 from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
-from .documents import BINARY as BYTES
 from .documents import METHODS
 
 PROG = "mt-translate"
-BINARY = {f"--{kind[1:]}": METHODS[kind] for kind in sorted(BYTES)}     # --docx, ...: read and written as bytes
+BINARY = {"--docx": METHODS[".docx"], "--pptx": METHODS[".pptx"], "--xlsx": METHODS[".xlsx"],    # read and written
+          "--epub": METHODS[".epub"], "--odf": METHODS[".odt"]}                                # as bytes
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
@@ -44,7 +44,7 @@ Examples:
   mt-translate --po -i locale/de/LC_MESSAGES/app.po -o app.de.po    # gettext messages
   mt-translate --json --to de -i locales/en.json -o locales/de.json
   mt-translate --xliff -i messages.de.xlf -o messages.de.xlf.new    # units without a target
-  mt-translate --docx -i bericht.docx -o report.docx     # also --pptx, --xlsx
+  mt-translate --docx -i bericht.docx -o report.docx     # also --pptx, --xlsx, --odf (.odt, .odp, .ods)
   mt-translate --epub -i roman.epub -o novel.epub
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
@@ -93,6 +93,8 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--xlsx", is_flag=True, help="The input is an Excel workbook, .xlsx (-i or stdin): the text of its "
                                           "cells and comments is translated; numbers, formulas and formatting "
                                           "are kept.")
+@click.option("--odf", is_flag=True, help="The input is an OpenDocument file, .odt, .odp or .ods (-i or stdin): its "
+                                         "text is translated; formatting, pictures and links are kept.")
 @click.option("--epub", is_flag=True, help="The input is an EPUB book (-i or stdin): the text of its chapters and "
                                           "table of contents is translated; markup, images and styles are kept.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
@@ -103,14 +105,14 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, xliff, docx, pptx, xlsx, epub,
-         html, batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
+         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, xliff, docx, pptx, xlsx, odf,
+         epub, html, batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
                                        ("--xliff", xliff), ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx),
-                                       ("--epub", epub)) if given]
+                                       ("--odf", odf), ("--epub", epub)) if given]
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
     from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, same_file

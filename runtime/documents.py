@@ -14,8 +14,9 @@ METHODS = {
     ".po": "translate_po", ".pot": "translate_po", ".json": "translate_json", ".arb": "translate_json",
     ".xlf": "translate_xliff", ".xliff": "translate_xliff",
     ".docx": "translate_docx", ".pptx": "translate_pptx", ".xlsx": "translate_xlsx", ".epub": "translate_epub",
+    ".odt": "translate_opendocument", ".odp": "translate_opendocument", ".ods": "translate_opendocument",
 }
-BINARY = {".docx", ".pptx", ".xlsx", ".epub"}
+BINARY = {".docx", ".pptx", ".xlsx", ".epub", ".odt", ".odp", ".ods"}
 
 
 def suffix(name: str) -> str:

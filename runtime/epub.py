@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 from .errors import TranslationError
 from .messages import keep_spaces
-from .ooxml import parse_part, serialize, write_package
+from .office import parse_part, serialize, write_package
 
 CONTAINER = "META-INF/container.xml"
 ENCRYPTION = "META-INF/encryption.xml"

@@ -1,7 +1,7 @@
 """Excel workbooks in, workbooks out (`mt-translate --xlsx`, `Translator.translate_xlsx`).
 
 A cell's text lives in the shared strings (one si each), or inline in a sheet (is); a comment's in its
-text element. Each is translated as ooxml.py says, rich text run by run. SpreadsheetML's own rules:
+text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own rules:
 a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
 East Asian text are kept after the runs. Numbers, formulas, their cached results, sheet names and
 every other part stay as they are.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 
-from .ooxml import Format, Paragraph, translate_package
+from .office import Format, Paragraph, translate_package
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."

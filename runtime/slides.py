@@ -1,7 +1,7 @@
 """PowerPoint presentations in, presentations out (`mt-translate --pptx`, `Translator.translate_pptx`).
 
 The paragraphs (a:p) of the slides' text boxes, shapes, placeholders, tables and speaker notes are
-translated as ooxml.py says. DrawingML's own rules: a link is part of a run's properties, so it follows
+translated as office.py says. DrawingML's own rules: a link is part of a run's properties, so it follows
 its words as any formatting does; a field (the slide number, a date) is kept whole; a line break
 (a:br) ends a sentence; a tab, written as a character, becomes a run of its own. Slide masters and
 layouts keep their text (the prompts of empty placeholders), but their language marks, like those of
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 
-from .ooxml import Format, Paragraph, other_language, translate_package
+from .office import Format, Paragraph, other_language, translate_package
 
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 PML = "application/vnd.openxmlformats-officedocument.presentationml."

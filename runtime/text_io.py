@@ -25,9 +25,9 @@ def invalid_utf8(where: str, raw: bytes, error: UnicodeDecodeError, advice: str)
 
 def not_text(first_line: bytes) -> str | None:
     """What a file that is no text at all is, told by its first bytes, and what to do with it."""
-    from .ooxml import OLE, ZIP
+    from .office import OLE, ZIP
     if first_line.startswith(ZIP):
-        return "it is a zip file: --docx, --pptx, --xlsx and --epub translate Word, PowerPoint, Excel files and books"
+        return "it is a zip file: --docx, --pptx, --xlsx, --odf and --epub translate Office files and books"
     if first_line.startswith(OLE):
         return "it is an old Office file (.doc, .ppt, .xls): save it as .docx, .pptx or .xlsx (--docx, ...)"
     return None

@@ -591,6 +591,15 @@ class Translator:
         return self._document(sheets.translate_xlsx, "document", document, to, options, from_lang, glossary,
                               kind=bytes, **overrides)
 
+    def translate_opendocument(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
+                               from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
+        """`document`, an OpenDocument file's bytes (.odt, .odp, .ods: LibreOffice's), with its text translated
+        and its formatting, pictures, notes and links kept (runtime/opendocument.py). Options as for
+        `translate`."""
+        from . import opendocument
+        return self._document(opendocument.translate_opendocument, "document", document, to, options, from_lang,
+                              glossary, kind=bytes, **overrides)
+
     def translate_epub(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
         """`document`, an EPUB book's bytes, with the text of its chapters and table of contents translated,

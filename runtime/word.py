@@ -1,7 +1,7 @@
 """Word documents in, Word documents out (`mt-translate --docx`, `Translator.translate_docx`).
 
 The paragraphs (w:p) of the body, tables, text boxes, headers, footers, footnotes, endnotes and
-comments are translated as ooxml.py says. Word's own rules: a hyperlink wraps its runs; a complex
+comments are translated as office.py says. Word's own rules: a hyperlink wraps its runs; a complex
 field (a page number, a cross-reference) runs from its begin mark to its end mark and is kept whole,
 result and all; a tab, a break, a picture or a note's number inside a run becomes a run of its own;
 spell-checking's markers are dropped (Word redoes them); a paragraph with tracked changes is kept as
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 
-from .ooxml import Format, Paragraph, other_language, translate_package
+from .office import Format, Paragraph, other_language, translate_package
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"

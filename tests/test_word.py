@@ -125,7 +125,7 @@ def test_spell_checking_languages_name_the_translation(fixture_translator):
 def test_short_paragraphs_are_read_in_the_documents_language(fixture_translator):
     """A heading or a table cell of a word or two is taken to be in the language of the whole document:
     detected alone, "Tom schrie." could be anything."""
-    from mtkit.runtime.ooxml import document_language
+    from mtkit.runtime.office import document_language
     assert document_language(fixture_translator, GERMAN[:12], "en") == "de"
     assert document_language(fixture_translator, ENGLISH[:12], "en") is None
 
@@ -174,4 +174,4 @@ def test_cli_docx_errors_are_one_line_and_write_nothing(model, tmp_path, capsys)
 def test_plain_translation_of_a_docx_points_to_docx(model, tmp_path, capsys):
     (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0])))
     code, out, err = cli(capsys, "-i", str(tmp_path / "brief.docx"))
-    assert code == 1 and out == "" and "it is a zip file: --docx, --pptx, --xlsx and --epub translate" in err
+    assert code == 1 and out == "" and "it is a zip file: --docx, --pptx, --xlsx, --odf and --epub translate" in err

@@ -1,7 +1,7 @@
-"""Office documents in, Office documents out: what Word's .docx (word.py) and PowerPoint's .pptx
-(slides.py) share.
+"""Office documents in, Office documents out: what Word's .docx (word.py), PowerPoint's .pptx
+(slides.py), Excel's .xlsx (sheets.py) and OpenDocument's files (opendocument.py) share.
 
-Both are zips of XML parts, with their text in paragraphs of runs. Each paragraph is translated
+All are zips of XML parts, with their text in paragraphs of runs. Each paragraph is translated
 through markup.py, the path HTML takes: a run whose formatting differs from the paragraph's most
 common one travels as a <span>, a hyperlink as a <span> around its runs, and what is not words (a
 tab, a picture, a field, a bookmark, a note's number) as an empty element that goes back after the
@@ -44,16 +44,28 @@ class Format:
 def translate_package(fmt: Format, translator, document: bytes, to=None, options=None, *, from_lang: str = "auto",
                       glossary=None, **overrides) -> bytes:
     """`document`, an Office file's bytes, with its paragraphs translated into `to` and all else kept."""
-    from . import markup
-
     entries, types = read_package(fmt, document)
     if not fmt.main & set(types.values()):
         raise TranslationError(f"not {fmt.name}: it has no main part")
     trees = {name: parse_part(name, data) for name, data in entries.items() if types.get(name) in fmt.text_parts}
     found = [(name, fmt.reader(p)) for name, tree in trees.items() for p in tree.iter(*fmt.paragraphs)]
-    paragraphs = [p for _, p in found]
-    wanted = [p for p in paragraphs if p.has_words]
     touched = {name for name, p in found if p.has_words}       # parts without words stay byte for byte
+    locale = translate_paragraphs(translator, [p for _, p in found], to, options, from_lang, glossary, overrides)
+    for name, data in entries.items():
+        if types.get(name) in fmt.styles:
+            if name not in trees:
+                trees[name] = parse_part(name, data)
+            fmt.reader.relabel(trees[name], locale)
+            touched.add(name)
+    return write_package(document, {name: serialize(trees[name]) for name in touched})
+
+
+def translate_paragraphs(translator, paragraphs: list, to, options, from_lang: str, glossary, overrides: dict) -> str:
+    """Each Paragraph with words translated and rewritten; the target's locale ("en-US"), for the
+    language marks. A short paragraph is taken to be in the document's language (document_language)."""
+    from . import markup
+
+    wanted = [p for p in paragraphs if p.has_words]
     language = (to or translator.default_language).lower()
     groups = {from_lang: wanted}
     if from_lang == "auto" and (main := document_language(translator, [p.text for p in wanted], language)):
@@ -68,13 +80,8 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
     if tracked := sum(p.tracked for p in paragraphs):
         import warnings
         warnings.warn(f"{tracked} paragraph{'s' * (tracked > 1)} with tracked changes kept as written: accept or "
-                      f"reject the changes to have {'them' if tracked > 1 else 'it'} translated", stacklevel=4)
-    for name, data in entries.items():
-        if types.get(name) in fmt.styles:
-            trees[name] = trees.get(name) or parse_part(name, data)
-            fmt.reader.relabel(trees[name], locale)
-            touched.add(name)
-    return write_package(document, {name: serialize(trees[name]) for name in touched})
+                      f"reject the changes to have {'them' if tracked > 1 else 'it'} translated", stacklevel=5)
+    return locale
 
 
 def document_language(translator, texts: list[str], to: str) -> str | None:
@@ -161,14 +168,22 @@ class Paragraph:
         self.properties: dict[str, object] = {}        # key -> the run properties it stands for (or None)
         self.links: list = []                          # elements that wrap runs (a hyperlink)
         if not self.tracked:
-            for child in element:
-                if child.tag not in self.FIRST + self.LAST:
-                    self.read(child, None)
+            self.read_content()
         self.text = "".join(text for kind, text, *_ in self.items if kind == "text")
         self.has_words = bool(self.text.strip())
 
+    def read_content(self) -> None:
+        """`items` from the paragraph's children (a format with text between them reads it too)."""
+        for child in self.element:
+            if child.tag not in self.FIRST + self.LAST:
+                self.read(child, None)
+
     def read(self, child, link) -> None:
         raise NotImplementedError
+
+    def key(self, rpr) -> str:
+        """The properties `rpr` as a key: runs with equal keys look alike."""
+        return properties_key(rpr)
 
     def run(self, text: str, rpr):
         """A run of `text` with a copy of the run properties `rpr`."""
@@ -183,7 +198,7 @@ class Paragraph:
         """The language marks in `tree` set to `locale`, where they name another."""
 
     def add_text(self, text: str, rpr, link) -> None:
-        key = properties_key(rpr)
+        key = self.key(rpr)
         self.properties.setdefault(key, rpr)
         if self.items and self.items[-1][0] == "text" and self.items[-1][2:] == (key, link):
             text = self.items.pop()[1] + text
@@ -226,6 +241,7 @@ class Paragraph:
         for child in list(self.element):
             if child.tag not in self.FIRST:
                 self.element.remove(child)
+        self.element.text = None                        # text between children is read: written anew
         holder, holder_link = self.element, None
         spaced = False              # what is written so far ends in a space, a tab or a line break
         for index, (text, number, link) in enumerate(pieces):
@@ -239,6 +255,7 @@ class Paragraph:
                     self.element.append(holder)
             if text is None:
                 for element in self._elements(value):
+                    element.tail = None                 # the text after it was read, and is written anew
                     holder.append(element)
                 spaced = spaced or kind in ("br", "tab")
                 continue

@@ -1,0 +1,106 @@
+"""OpenDocument files in, OpenDocument files out (`mt-translate --odf`, `Translator.translate_opendocument`):
+LibreOffice's text documents (.odt), presentations (.odp) and spreadsheets (.ods).
+
+The paragraphs and headings (text:p, text:h) of content.xml are translated as office.py says, and in
+a text document those of its headers and footers (styles.xml) too. ODF's own rules: text sits between
+the elements, not in runs; a text:span's style is the run's formatting, a text:a a link around its
+runs; text:s stands for spaces; a tab and a line break are objects; a note, a frame, a field or a
+bookmark is an object moved whole, and the paragraphs inside a note or a text box are translated
+on their own. The language marks (fo:language, fo:country) and meta.xml's dc:language follow the
+translation. Every other entry of the zip, the mimetype first, is copied byte for byte.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from .errors import TranslationError
+from .office import OLE, Paragraph, other_language, parse_part, serialize, translate_paragraphs, write_package
+
+TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+FO = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
+DC = "http://purl.org/dc/elements/1.1/"
+KINDS = {f"application/vnd.oasis.opendocument.{kind}{template}" for kind in ("text", "presentation", "spreadsheet")
+         for template in ("", "-template")}
+HINTS = {f"{{{TEXT}}}soft-page-break"}          # where the last layout broke a page: redone on opening
+
+
+def t(tag: str) -> str:
+    return f"{{{TEXT}}}{tag}"
+
+
+class OdfParagraph(Paragraph):
+    """A text:p or text:h: text, and the elements between it."""
+
+    def read_content(self) -> None:
+        self._walk(self.element, (), None)
+
+    def _walk(self, element, styles: tuple, link) -> None:
+        if element.text:
+            self.add_text(element.text, styles, link)
+        for child in element:
+            if child.tag == t("span"):
+                self._walk(child, styles + (child.get(t("style-name"), ""),), link)
+            elif child.tag == t("a"):
+                self.links.append(child)
+                self._walk(child, styles, len(self.links) - 1)
+            elif child.tag == t("s"):
+                self.add_text(" " * int(child.get(t("c"), "1") or 1), styles, link)
+            elif child.tag not in HINTS:
+                kind = {t("tab"): "tab", t("line-break"): "br"}.get(child.tag, "img")
+                self.items.append(("object", child, kind, link))     # a note, a frame, a field, a bookmark
+            if child.tail:
+                self.add_text(child.tail, styles, link)
+
+    def key(self, rpr) -> str:
+        return "|".join(rpr)
+
+    def run(self, text: str, rpr):
+        """`text` in spans of the styles `rpr` (outermost first; none: a span without a style)."""
+        spans = [self.element.makeelement(t("span"), {t("style-name"): style} if style else {})
+                 for style in rpr or ("",)]
+        for outer, inner in zip(spans, spans[1:]):
+            outer.append(inner)
+        spans[-1].text = text
+        return spans[0]
+
+    @staticmethod
+    def relabel(tree, locale: str) -> None:
+        language, _, country = locale.partition("-")
+        for element in tree.iter():
+            if other_language(element.get(f"{{{FO}}}language"), language):
+                element.set(f"{{{FO}}}language", language)
+                if country and element.get(f"{{{FO}}}country"):
+                    element.set(f"{{{FO}}}country", country)
+
+
+def translate_opendocument(translator, document: bytes, to=None, options=None, *, from_lang: str = "auto",
+                           glossary=None, **overrides) -> bytes:
+    """`document`, an .odt, .odp or .ods file's bytes, with its text translated into `to` and all else kept."""
+    if document.startswith(OLE):
+        raise TranslationError("not an OpenDocument file: an old binary Office file, or one with a password")
+    try:
+        with zipfile.ZipFile(io.BytesIO(document)) as package:
+            entries = {info.filename: package.read(info) for info in package.infolist() if not info.is_dir()}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+        raise TranslationError(f"not an OpenDocument file (one is a zip file): {e}") from None
+    kind = entries.get("mimetype", b"").decode("ascii", "replace").strip()
+    if kind not in KINDS or "content.xml" not in entries:
+        raise TranslationError(f"not an OpenDocument text, presentation or spreadsheet (mimetype {kind!r})")
+    if b"manifest:encryption-data" in entries.get("META-INF/manifest.xml", b""):
+        raise TranslationError("the file has a password: save it without one")
+    parts = ["content.xml"] + (["styles.xml"] if "text" in kind and "styles.xml" in entries else [])
+    trees = {name: parse_part(name, entries[name]) for name in parts}
+    paragraphs = [OdfParagraph(p) for tree in trees.values() for p in tree.iter(t("p"), t("h"))]
+    locale = translate_paragraphs(translator, paragraphs, to, options, from_lang, glossary, overrides)
+    for name in ("styles.xml", "content.xml"):
+        if name in entries:
+            if name not in trees:
+                trees[name] = parse_part(name, entries[name])
+            OdfParagraph.relabel(trees[name], locale)
+    if "meta.xml" in entries:
+        trees["meta.xml"] = parse_part("meta.xml", entries["meta.xml"])
+        for language in trees["meta.xml"].iter(f"{{{DC}}}language"):
+            language.text = locale
+    return write_package(document, {name: serialize(tree) for name, tree in trees.items()})
