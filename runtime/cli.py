@@ -21,7 +21,7 @@ from click.core import ParameterSource
 
 from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
-from .documents import METHODS
+from .documents import METHODS, suffix
 
 PROG = "mt-translate"
 BINARY = {"--docx": METHODS[".docx"], "--pptx": METHODS[".pptx"], "--xlsx": METHODS[".xlsx"],    # read and written
@@ -113,6 +113,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
                                        ("--xliff", xliff), ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx),
                                        ("--odf", odf), ("--epub", epub)) if given]
+    if not wholes and input_file and (flag := binary_flag(input_file)) and not text:
+        wholes = [flag]             # a Word file or a book has no lines: what else could be meant
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
     from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, same_file
@@ -263,6 +265,12 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                 progress.stop()
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
+
+
+def binary_flag(path: str) -> str | None:
+    """The flag that translates a file named `path` of a kind read as bytes (.docx, .epub, ...), if it is one."""
+    kind = METHODS.get(suffix(path))
+    return next((flag for flag, method in BINARY.items() if method == kind), None)
 
 
 def check_usage(text, input_file, output, fmt, options, wholes: list[str], prefix, prefixes) -> str | None:

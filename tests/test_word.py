@@ -171,7 +171,11 @@ def test_cli_docx_errors_are_one_line_and_write_nothing(model, tmp_path, capsys)
     assert code == 2 and "--docx reads a file" in err
 
 
-def test_plain_translation_of_a_docx_points_to_docx(model, tmp_path, capsys):
+def test_a_docx_is_known_by_its_name_and_else_by_its_bytes(model, tmp_path, capsys):
+    """-i brief.docx needs no --docx: a Word file has no lines. Named otherwise, its first bytes give it away."""
     (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0])))
-    code, out, err = cli(capsys, "-i", str(tmp_path / "brief.docx"))
+    code, out, err = cli(capsys, "-i", str(tmp_path / "brief.docx"), "-o", str(tmp_path / "letter.docx"))
+    assert (code, out, err) == (0, "", "") and texts((tmp_path / "letter.docx").read_bytes()) == [ENGLISH[0]]
+    (tmp_path / "brief.bin").write_bytes(docx(paragraph(GERMAN[0])))
+    code, out, err = cli(capsys, "-i", str(tmp_path / "brief.bin"))
     assert code == 1 and out == "" and "it is a zip file: --docx, --pptx, --xlsx, --odf and --epub translate" in err
