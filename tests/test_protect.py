@@ -37,6 +37,8 @@ def fake_model(text: str) -> str:
      ["${HOME}", "$PATH", "C:\\Users\\Public", "~/.config/app/x.toml"]),
     ("Siehe https://graph.microsoft.com/v1.0/groups/{id}. Dann ./run.sh in /usr/local/bin", [
      "https://graph.microsoft.com/v1.0/groups/{id}", "./run.sh", "/usr/local/bin"]),
+    ("Setze value_axis.crosses auf XL_AXIS_CROSSES.MAXIMUM und rufe __init__ in !INCLUDE[prod_short] auf",
+     ["value_axis.crosses", "XL_AXIS_CROSSES.MAXIMUM", "__init__", "prod_short"]),      # identifiers: code
 ])
 def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
     masked = mask(source, lacks)
@@ -53,7 +55,8 @@ def test_prose_with_percent_signs_slashes_and_braces_is_left_to_the_model():
     assert mask(source, lacks).text == source
 
 
-@pytest.mark.parametrize("text", ["%" + "0" * 100_000, "http://" + "a{" * 50_000, "${" * 50_000, "/a" * 50_000 + "."])
+@pytest.mark.parametrize("text", ["%" + "0" * 100_000, "http://" + "a{" * 50_000, "${" * 50_000, "/a" * 50_000 + ".",
+                                  "a" * 100_000, "a." * 50_000 + "_"])
 def test_masking_stays_linear_in_the_length(text):
     """A long run that nearly matches costs O(length), not O(length ** 2) ("%000..." took minutes)."""
     start = time.perf_counter()
