@@ -15,7 +15,7 @@ import html
 import io
 import zipfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from .errors import TranslationError
@@ -35,10 +35,8 @@ class Format:
     suffix: str                 # ".docx"
     old: str                    # its binary predecessor: ".doc"
     main: frozenset             # content types of the main part, one of which it has
-    text_parts: frozenset       # content types of the parts whose paragraphs are translated
-    paragraphs: tuple           # the tags of its paragraphs
-    reader: type                # a Paragraph subclass
-    styles: frozenset = frozenset()     # content types of parts whose language marks follow the translation
+    parts: dict                 # content type of a part whose paragraphs are translated -> its Paragraph class
+    styles: dict = field(default_factory=dict)   # content type of a part whose language marks follow -> its class
 
 
 def translate_package(fmt: Format, translator, document: bytes, to=None, options=None, *, from_lang: str = "auto",
@@ -47,15 +45,16 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
     entries, types = read_package(fmt, document)
     if not fmt.main & set(types.values()):
         raise TranslationError(f"not {fmt.name}: it has no main part")
-    trees = {name: parse_part(name, data) for name, data in entries.items() if types.get(name) in fmt.text_parts}
-    found = [(name, fmt.reader(p)) for name, tree in trees.items() for p in tree.iter(*fmt.paragraphs)]
+    trees = {name: parse_part(name, data) for name, data in entries.items() if types.get(name) in fmt.parts}
+    found = [(name, reader(p)) for name, tree in trees.items()
+             for reader in [fmt.parts[types[name]]] for p in tree.iter(*reader.TAGS)]
     touched = {name for name, p in found if p.has_words}       # parts without words stay byte for byte
     locale = translate_paragraphs(translator, [p for _, p in found], to, options, from_lang, glossary, overrides)
     for name, data in entries.items():
         if types.get(name) in fmt.styles:
             if name not in trees:
                 trees[name] = parse_part(name, data)
-            fmt.reader.relabel(trees[name], locale)
+            fmt.styles[types[name]].relabel(trees[name], locale)
             touched.add(name)
     return write_package(document, {name: serialize(trees[name]) for name in touched})
 
@@ -158,6 +157,7 @@ class Paragraph:
     begin to its end), or (properties, element) for a part of a run that becomes a run of its own.
     Its kind is "br" for a line break, which ends a sentence, "tab", or "img" for the rest."""
 
+    TAGS: tuple[str, ...] = ()          # the paragraph elements this class reads
     FIRST: tuple[str, ...] = ()         # children kept before the runs (paragraph properties)
     LAST: tuple[str, ...] = ()          # and after them (the paragraph mark's properties)
     tracked = False                     # whether the paragraph holds tracked changes (kept as written)

@@ -33,6 +33,8 @@ def t(tag: str) -> str:
 class OdfParagraph(Paragraph):
     """A text:p or text:h: text, and the elements between it."""
 
+    TAGS = (f"{{{TEXT}}}p", f"{{{TEXT}}}h")
+
     def read_content(self) -> None:
         self._walk(self.element, (), None)
 
@@ -92,7 +94,7 @@ def translate_opendocument(translator, document: bytes, to=None, options=None, *
         raise TranslationError("the file has a password: save it without one")
     parts = ["content.xml"] + (["styles.xml"] if "text" in kind and "styles.xml" in entries else [])
     trees = {name: parse_part(name, entries[name]) for name in parts}
-    paragraphs = [OdfParagraph(p) for tree in trees.values() for p in tree.iter(t("p"), t("h"))]
+    paragraphs = [OdfParagraph(p) for tree in trees.values() for p in tree.iter(*OdfParagraph.TAGS)]
     locale = translate_paragraphs(translator, paragraphs, to, options, from_lang, glossary, overrides)
     for name in ("styles.xml", "content.xml"):
         if name in entries:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import copy
 
+from .drawingml import DRAWINGS, DrawingParagraph
 from .office import Format, Paragraph, translate_package
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."
 MACROS = "application/vnd.ms-excel."           # .xlsm and .xltm
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+DRAWING = "application/vnd.openxmlformats-officedocument.drawing+xml"     # a sheet's shapes and text boxes
 CONTROLS = {"\t": "tab", "\n": "br"}
 
 
@@ -27,7 +29,7 @@ def s(tag: str) -> str:
 class CellText(Paragraph):
     """An si, is or comment text: plain (one t) or rich (runs of rPr and t)."""
 
-    LAST = (s("rPh"), s("phoneticPr"))
+    TAGS, LAST = (s("si"), s("is"), s("text")), (s("rPh"), s("phoneticPr"))
 
     def read(self, child, link) -> None:
         if child.tag == s("t"):
@@ -79,9 +81,9 @@ class CellText(Paragraph):
 MAIN = frozenset({SML + "sheet.main+xml", SML + "template.main+xml", MACROS + "sheet.macroEnabled.main+xml",
                   MACROS + "template.macroEnabled.main+xml"})
 XLSX = Format(
-    name="an Excel workbook", suffix=".xlsx", old="Excel .xls", paragraphs=(s("si"), s("is"), s("text")),
-    reader=CellText, main=MAIN,
-    text_parts=frozenset({SML + "sharedStrings+xml", SML + "worksheet+xml", SML + "comments+xml"}))
+    name="an Excel workbook", suffix=".xlsx", old="Excel .xls", main=MAIN,
+    parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "worksheet+xml", SML + "comments+xml"}, CellText),
+           **dict.fromkeys({*DRAWINGS, DRAWING}, DrawingParagraph)})
 
 
 def translate_xlsx(translator, document: bytes, to=None, options=None, **settings) -> bytes:

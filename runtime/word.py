@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 
+from .drawingml import DRAWINGS, DrawingParagraph
 from .office import Format, Paragraph, other_language, translate_package
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -33,7 +34,7 @@ WORDS = {w("t"), w("noBreakHyphen")}
 class WordParagraph(Paragraph):
     """A w:p."""
 
-    FIRST = (w("pPr"),)
+    TAGS, FIRST = (w("p"),), (w("pPr"),)
 
     def __init__(self, element):
         self.tracked = any(child.tag in TRACKED for child in element.iter())
@@ -120,9 +121,11 @@ def _kind(part) -> str:
 MAIN = frozenset({WORDML + "document.main+xml", WORDML + "template.main+xml", MACROS + "document.macroEnabled.main+xml",
                   MACROS + "template.macroEnabledTemplate.main+xml"})
 DOCX = Format(
-    name="a Word document", suffix=".docx", old="Word .doc", paragraphs=(w("p"),), reader=WordParagraph, main=MAIN,
-    text_parts=MAIN | {WORDML + kind + "+xml" for kind in ("header", "footer", "footnotes", "endnotes", "comments")},
-    styles=frozenset({WORDML + "styles+xml"}))
+    name="a Word document", suffix=".docx", old="Word .doc", main=MAIN,
+    parts={**dict.fromkeys(MAIN | {WORDML + kind + "+xml" for kind in ("header", "footer", "footnotes", "endnotes",
+                                                                         "comments")}, WordParagraph),
+           **dict.fromkeys(DRAWINGS, DrawingParagraph)},
+    styles={WORDML + "styles+xml": WordParagraph})
 
 
 def translate_docx(translator, document: bytes, to=None, options=None, **settings) -> bytes:

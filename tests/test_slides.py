@@ -1,4 +1,4 @@
-"""PowerPoint presentations (runtime/slides.py): `Translator.translate_pptx` and `mt-translate --pptx`.
+"""PowerPoint presentations (runtime/slides.py, drawingml.py): `Translator.translate_pptx`, `mt-translate --pptx`.
 GERMAN[i] -> ENGLISH[i] is what the fixture model reproduces on any CPU (greedy), so texts are asserted
 exactly; everything that is not words must come back as it was."""
 
@@ -13,7 +13,7 @@ from office_files import PNG, docx, paragraph, pptx, shape, slide_paragraph, sli
 
 from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
-from mtkit.runtime.slides import A
+from mtkit.runtime.drawingml import A
 
 GREEDY = {"beam_size": 1}
 SLIDE_NUMBER = ('<a:fld id="{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" type="slidenum"><a:rPr lang="de-DE"/><a:t>3</a:t>'

@@ -1,0 +1,67 @@
+"""DrawingML's paragraphs (a:p): the text of PowerPoint's slides, and of the charts, SmartArt and
+shapes that Word, PowerPoint and Excel files all draw with (office.py).
+
+A link is part of a run's properties, so it follows its words as any formatting does; a field (the
+slide number, a date) is kept whole; a line break (a:br) ends a sentence; a tab, written as a
+character, becomes a run of its own; the spell-checker's mark of a word it flagged goes. The language
+marks (lang="de-DE") follow the translation.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from .office import Paragraph, other_language
+
+A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+DML = "application/vnd.openxmlformats-officedocument.drawingml."
+# Parts of DrawingML text in any Office file: charts' titles, SmartArt's data and its drawn copy.
+DRAWINGS = frozenset({DML + "chart+xml", DML + "diagramData+xml",
+                      "application/vnd.ms-office.drawingml.diagramDrawing+xml"})
+
+
+def a(tag: str) -> str:
+    return f"{{{A}}}{tag}"
+
+
+LABELLED = (a("rPr"), a("endParaRPr"), a("defRPr"))     # where a language mark (lang="de-DE") sits
+
+
+class DrawingParagraph(Paragraph):
+    """An a:p."""
+
+    TAGS = (a("p"),)
+    FIRST, LAST = (a("pPr"),), (a("endParaRPr"),)
+
+    def read(self, child, link) -> None:
+        if child.tag == a("r") and child.find(a("t")) is not None:
+            rpr = child.find(a("rPr"))
+            for number, text in enumerate((child.find(a("t")).text or "").split("\t")):
+                if number:
+                    tab = child.makeelement(a("t"), {})
+                    tab.text = "\t"
+                    self.items.append(("object", (rpr, tab), "tab", link))
+                if text:
+                    self.add_text(text, rpr, link)
+        else:                       # a:br, a:fld (the slide number, a date), a formula
+            self.items.append(("object", child, "br" if child.tag == a("br") else "img", link))
+
+    def run(self, text: str, rpr):
+        t = self.element.makeelement(a("t"), {})
+        t.text = text
+        return self.run_of(rpr, t)
+
+    def run_of(self, rpr, part):
+        run = part.makeelement(a("r"), {})
+        if rpr is not None:
+            rpr = copy.deepcopy(rpr)
+            rpr.attrib.pop("err", None)         # the spell-checker's mark of the source's word
+            run.append(rpr)
+        run.append(part)
+        return run
+
+    @staticmethod
+    def relabel(tree, locale: str) -> None:
+        for element in tree.iter(*LABELLED):
+            if other_language(element.get("lang"), locale):
+                element.set("lang", locale)
