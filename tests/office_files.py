@@ -140,9 +140,10 @@ S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 SML = "application/vnd.openxmlformats-officedocument.spreadsheetml"
 
 
-def xlsx(shared: list[str], cells: str, comments: str | None = None) -> bytes:
+def xlsx(shared: list[str], cells: str, comments: str | None = None, chart: str | None = None) -> bytes:
     """A .xlsx with shared strings (each an si's content, as XML), one sheet of `cells` (c elements of
-    one row), and a comments part if given. Only what runtime/sheets.py reads: no styles or theme."""
+    one row), a comments part and a chart whose title is the DrawingML paragraph `chart`, if given.
+    Only what runtime/sheets.py reads: no styles or theme."""
     overrides = [("/xl/workbook.xml", f"{SML}.sheet.main+xml"), ("/xl/sharedStrings.xml", f"{SML}.sharedStrings+xml"),
                  ("/xl/worksheets/sheet1.xml", f"{SML}.worksheet+xml")]
     workbook = f'<workbook xmlns="{S}"><sheets><sheet name="Tabelle1" sheetId="1"/></sheets></workbook>'
@@ -156,6 +157,12 @@ def xlsx(shared: list[str], cells: str, comments: str | None = None) -> bytes:
         parts["xl/comments1.xml"] = (f'<comments xmlns="{S}"><authors><author>A</author></authors><commentList>'
                                      f'<comment ref="A1" authorId="0"><text>{comments}</text></comment>'
                                      '</commentList></comments>')
+    if chart is not None:
+        overrides.append(("/xl/charts/chart1.xml", "application/vnd.openxmlformats-officedocument.drawingml.chart+xml"))
+        parts["xl/charts/chart1.xml"] = (
+            '<c:chartSpace xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" '
+            f'xmlns:a="{A}"><c:chart><c:title><c:tx><c:rich><a:bodyPr/>{chart}</c:rich></c:tx></c:title>'
+            '</c:chart></c:chartSpace>')
     content_types = ('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
                      '<Default Extension="xml" ContentType="application/xml"/>'
                      + "".join(f'<Override PartName="{name}" ContentType="{kind}"/>' for name, kind in overrides)

@@ -74,3 +74,12 @@ def test_parts_without_words_are_kept_byte_for_byte(fixture_translator):
     with zipfile.ZipFile(io.BytesIO(source)) as before, zipfile.ZipFile(io.BytesIO(out)) as after:
         for name in before.namelist():
             assert (after.read(name) == before.read(name)) == (name != "xl/sharedStrings.xml"), name
+
+
+def test_a_charts_title_is_translated(fixture_translator):
+    from office_files import A, slide_paragraph
+
+    out = translate(fixture_translator, xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>',
+                                             chart=slide_paragraph(GERMAN[1])))
+    title = part(out, "xl/charts/chart1.xml")
+    assert "".join(t.text for t in title.iter(f"{{{A}}}t")) == ENGLISH[1]
