@@ -3,8 +3,9 @@
 A cell's text lives in the shared strings (one si each), or inline in a sheet (is); a comment's in its
 text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own rules:
 a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
-East Asian text are kept after the runs. Numbers, formulas, their cached results, sheet names and
-every other part stay as they are.
+East Asian text are kept after the runs. Charts' titles and the text of shapes are DrawingML
+(drawingml.py). Numbers, formulas, their cached results, sheet names and every other part stay as
+they are.
 """
 
 from __future__ import annotations

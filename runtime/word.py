@@ -5,7 +5,8 @@ comments are translated as office.py says. Word's own rules: a hyperlink wraps i
 field (a page number, a cross-reference) runs from its begin mark to its end mark and is kept whole,
 result and all; a tab, a break, a picture or a note's number inside a run becomes a run of its own;
 spell-checking's markers are dropped (Word redoes them); a paragraph with tracked changes is kept as
-it is. The language marks (w:lang) of the runs and of the styles follow the translation.
+it is. The language marks (w:lang) of the runs and of the styles follow the translation. Charts'
+titles and SmartArt are DrawingML (drawingml.py).
 """
 
 from __future__ import annotations
