@@ -10,14 +10,12 @@ uncompressed) is copied byte for byte. A book with DRM cannot be read, and is re
 
 from __future__ import annotations
 
-import io
 import posixpath
-import zipfile
 from urllib.parse import unquote
 
 from .errors import TranslationError
 from .messages import keep_spaces
-from .office import parse_part, serialize, write_package
+from .office import parse_part, serialize, unzip, write_package
 
 CONTAINER = "META-INF/container.xml"
 ENCRYPTION = "META-INF/encryption.xml"
@@ -34,7 +32,7 @@ def translate_epub(translator, document: bytes, to=None, options=None, *, from_l
     into `to` and all else kept."""
     from . import markup
 
-    entries = _entries(document)
+    entries = unzip(document, "not an .epub (a book is a zip file)")
     package_name = _package_name(entries)
     package = parse_part(package_name, entries[package_name])
     folder = posixpath.dirname(package_name)
@@ -66,14 +64,6 @@ def translate_epub(translator, document: bytes, to=None, options=None, *, from_l
         package.set(XML_LANG, to)
     changed[package_name] = serialize(package)
     return write_package(document, changed)
-
-
-def _entries(document: bytes) -> dict[str, bytes]:
-    try:
-        with zipfile.ZipFile(io.BytesIO(document)) as book:
-            return {info.filename: book.read(info) for info in book.infolist() if not info.is_dir()}
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
-        raise TranslationError(f"not an .epub (a book is a zip file): {e}") from None
 
 
 def _package_name(entries: dict[str, bytes]) -> str:

@@ -25,6 +25,7 @@ ZIP = b"PK\x03\x04"
 OLE = b"\xd0\xcf\x11\xe0"           # a .doc or .ppt, or an Office file with a password (both OLE containers)
 SHORT = 3                # words: a paragraph of at most this many is taken to be in the document's language
 DETECTED_CHARACTERS = 10_000    # of the document's text, read to tell its language
+MAX_UNZIPPED = 1_000_000_000   # bytes a document's zip may unpack to (the size its entries declare, as read)
 LOCALES = {"cs": "cs-CZ", "de": "de-DE", "en": "en-US", "fr": "fr-FR"}    # Office's language marks want a region
 
 
@@ -97,12 +98,7 @@ def read_package(fmt: Format, document: bytes) -> tuple[dict[str, bytes], dict[s
     if document.startswith(OLE):
         raise TranslationError(f"not a {fmt.suffix}: an old {fmt.old}, or a file with a password; save it as "
                                f"{fmt.suffix} without one")
-    try:
-        with zipfile.ZipFile(io.BytesIO(document)) as package:
-            entries = {info.filename: package.read(info) for info in package.infolist() if not info.is_dir()}
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError,
-            RuntimeError) as e:            # RuntimeError: an entry with a password
-        raise TranslationError(f"not a {fmt.suffix} ({fmt.name} is a zip file): {e}") from None
+    entries = unzip(document, f"not a {fmt.suffix} ({fmt.name} is a zip file)")
     if CONTENT_TYPES not in entries:
         raise TranslationError(f"not {fmt.name}: the zip has no {CONTENT_TYPES}")
     listing = parse_part(CONTENT_TYPES, entries[CONTENT_TYPES])
@@ -110,6 +106,21 @@ def read_package(fmt: Format, document: bytes) -> tuple[dict[str, bytes], dict[s
     overrides = {e.get("PartName", "").lstrip("/"): e.get("ContentType") for e in listing if e.tag.endswith("Override")}
     types = {name: overrides.get(name) or defaults.get(name.rpartition(".")[2].lower(), "") for name in entries}
     return entries, types
+
+
+def unzip(document: bytes, not_a_zip: str) -> dict[str, bytes]:
+    """A zip's entries by name; a TranslationError starting with `not_a_zip` if it is none, and one for
+    a zip that unpacks to more than MAX_UNZIPPED bytes (a file of 20 MB can hold gigabytes of zeros)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(document)) as package:
+            files = [info for info in package.infolist() if not info.is_dir()]
+            if (size := sum(info.file_size for info in files)) > MAX_UNZIPPED:
+                raise TranslationError(f"its zip unpacks to {size / 1e6:,.0f} MB, more than the "
+                                       f"{MAX_UNZIPPED / 1e6:,.0f} MB a document may hold")
+            return {info.filename: package.read(info) for info in files}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError,
+            RuntimeError) as e:            # RuntimeError: an entry with a password
+        raise TranslationError(f"{not_a_zip}: {e}") from None
 
 
 def parse_part(name: str, data: bytes):

@@ -12,11 +12,9 @@ translation. Every other entry of the zip, the mimetype first, is copied byte fo
 
 from __future__ import annotations
 
-import io
-import zipfile
-
 from .errors import TranslationError
-from .office import OLE, Paragraph, other_language, parse_part, serialize, translate_paragraphs, write_package
+from .office import (OLE, Paragraph, other_language, parse_part, serialize, translate_paragraphs, unzip,
+                     write_package)
 
 TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 FO = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
@@ -82,11 +80,7 @@ def translate_opendocument(translator, document: bytes, to=None, options=None, *
     """`document`, an .odt, .odp or .ods file's bytes, with its text translated into `to` and all else kept."""
     if document.startswith(OLE):
         raise TranslationError("not an OpenDocument file: an old binary Office file, or one with a password")
-    try:
-        with zipfile.ZipFile(io.BytesIO(document)) as package:
-            entries = {info.filename: package.read(info) for info in package.infolist() if not info.is_dir()}
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
-        raise TranslationError(f"not an OpenDocument file (one is a zip file): {e}") from None
+    entries = unzip(document, "not an OpenDocument file (one is a zip file)")
     kind = entries.get("mimetype", b"").decode("ascii", "replace").strip()
     if kind not in KINDS or "content.xml" not in entries:
         raise TranslationError(f"not an OpenDocument text, presentation or spreadsheet (mimetype {kind!r})")

@@ -179,3 +179,12 @@ def test_a_docx_is_known_by_its_name_and_else_by_its_bytes(model, tmp_path, caps
     (tmp_path / "brief.bin").write_bytes(docx(paragraph(GERMAN[0])))
     code, out, err = cli(capsys, "-i", str(tmp_path / "brief.bin"))
     assert code == 1 and out == "" and "it is a zip file: --docx, --pptx, --xlsx, --odf and --epub translate" in err
+
+
+def test_a_zip_that_unpacks_to_too_much_is_refused(fixture_translator, monkeypatch):
+    """A 20 MB upload to mt-serve can unpack to gigabytes: the sizes its entries declare are checked first."""
+    from mtkit.runtime import office
+
+    monkeypatch.setattr(office, "MAX_UNZIPPED", 1000)
+    with pytest.raises(TranslationError, match="unpacks to 0 MB, more than the 0 MB a document may hold"):
+        translate(fixture_translator, docx(paragraph(GERMAN[0] * 20)))
