@@ -21,11 +21,16 @@ from click.core import ParameterSource
 
 from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
+from .documents import BINARY as BYTES
 from .documents import METHODS, suffix
 
 PROG = "mt-translate"
-BINARY = {"--docx": METHODS[".docx"], "--pptx": METHODS[".pptx"], "--xlsx": METHODS[".xlsx"],    # read and written
-          "--epub": METHODS[".epub"], "--odf": METHODS[".odt"]}                                # as bytes
+# Each flag that translates a whole document, and the Translator method it calls (runtime/documents.py)
+DOCUMENTS = {"--html": "translate_html", "--subtitles": "translate_subtitles", "--markdown": "translate_markdown",
+             "--paragraphs": "translate_paragraphs", "--po": "translate_po", "--json": "translate_json",
+             "--xliff": "translate_xliff", "--docx": "translate_docx", "--pptx": "translate_pptx",
+             "--xlsx": "translate_xlsx", "--odf": "translate_opendocument", "--epub": "translate_epub"}
+BINARY = {flag for flag, method in DOCUMENTS.items() if method in {METHODS[kind] for kind in BYTES}}
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
@@ -113,8 +118,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
                                        ("--xliff", xliff), ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx),
                                        ("--odf", odf), ("--epub", epub)) if given]
-    if not wholes and input_file and (flag := binary_flag(input_file)) and not text:
-        wholes = [flag]             # a Word file or a book has no lines: what else could be meant
+    if not wholes and input_file and (flag := document_flag(input_file)) and not text:
+        wholes = [flag]             # a Word file, a book, subtitles, a catalog: read as lines, it would break
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
     from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, same_file
@@ -176,7 +181,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         print(f"{PROG}: provider auto: using {translator.provider} ({translator.provider_note})", file=sys.stderr)
 
     if whole in BINARY:              # bytes in and out, not lines
-        method = getattr(translator, BINARY[whole])
+        method = getattr(translator, DOCUMENTS[whole])
         try:
             document = open_binary(input_file).read() if input_file and input_file != "-" else sys.stdin.buffer.read()
             write_output(output, lambda out: write_documents(out, lambda d: method(
@@ -211,10 +216,9 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     interactive = not text and not input_file and sys.stdin.isatty()
 
     if whole:
-        method = {"--html": functools.partial(translator.translate_html, split_sentences=not no_split),
-                  "--subtitles": translator.translate_subtitles, "--markdown": translator.translate_markdown,
-                  "--paragraphs": translator.translate_paragraphs, "--po": translator.translate_po,
-                  "--json": translator.translate_json, "--xliff": translator.translate_xliff}[whole]
+        method = getattr(translator, DOCUMENTS[whole])
+        if whole == "--html":
+            method = functools.partial(method, split_sentences=not no_split)
 
         def translate_one(document: str) -> str:
             return method(document, to, options, from_lang=from_lang or "auto", glossary=glossary)
@@ -267,10 +271,11 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         raise CommandError(str(e)) from None
 
 
-def binary_flag(path: str) -> str | None:
-    """The flag that translates a file named `path` of a kind read as bytes (.docx, .epub, ...), if it is one."""
+def document_flag(path: str) -> str | None:
+    """The flag that translates a file named `path` whole (.srt: --subtitles, .epub: --epub), if it names
+    a document's kind; a .txt is lines."""
     kind = METHODS.get(suffix(path))
-    return next((flag for flag, method in BINARY.items() if method == kind), None)
+    return next((flag for flag, method in DOCUMENTS.items() if method == kind), None)
 
 
 def check_usage(text, input_file, output, fmt, options, wholes: list[str], prefix, prefixes) -> str | None:

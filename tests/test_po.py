@@ -80,8 +80,12 @@ def test_cli_po(model, tmp_path, capsys):
                                    "-i", str(source), "-o", str(tmp_path / "app.en.po")], capsys)
     assert (code, out, err) == (0, "", "")
     assert polib.pofile(str(tmp_path / "app.en.po"))[0].msgstr == ENGLISH[9]
-    code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "-i", str(source)], capsys)   # without --po
-    assert code == 0 and "--po translates its messages" in err
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", "-i",
+                                   str(source)], capsys)                   # a .po without --po: read as one
+    assert code == 0 and polib.pofile(out)[0].msgstr == ENGLISH[9]
+    (tmp_path / "app.txt").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "-i", str(tmp_path / "app.txt")], capsys)
+    assert code == 0 and "--po translates its messages" in err              # otherwise named: a note
     source.write_text("Hallo Welt\n", encoding="utf-8")
     code, _, err = invoke(main, ["--po", "-i", str(source)], capsys)
     assert code == 1 and "not a gettext catalog" in err and "Traceback" not in err

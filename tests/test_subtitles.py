@@ -149,10 +149,14 @@ def test_cli_subtitles_usage(model, capsys, args, message):
     assert code == 2 and message in err
 
 
-def test_cli_notes_subtitles_given_as_text(model, tmp_path, capsys):
-    source = tmp_path / "film.srt"
-    source.write_text(srt([GERMAN[9]]), encoding="utf-8")
-    code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "-i", str(source)], capsys)
+def test_cli_knows_subtitles_by_name_and_notes_them_otherwise(model, tmp_path, capsys):
+    (tmp_path / "film.srt").write_text(srt([GERMAN[9]]), encoding="utf-8")
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de", "-i",
+                                   str(tmp_path / "film.srt")], capsys)
+    assert (code, err) == (0, "") and out == srt([ENGLISH[9]])              # .srt: --subtitles, unasked
+    (tmp_path / "film.txt").write_text(srt([GERMAN[9]]), encoding="utf-8")
+    code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "-i", str(tmp_path / "film.txt")],
+                          capsys)
     assert code == 0 and "--subtitles keeps their timings" in err
 
 

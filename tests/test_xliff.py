@@ -121,5 +121,9 @@ def test_cli_translates_an_xliff_file(fixture_bundle, monkeypatch, tmp_path, cap
                                    str(tmp_path / "messages.xlf"), "-o", str(tmp_path / "messages.en.xlf")], capsys)
     assert (code, out, err) == (0, "", "")
     assert text(targets((tmp_path / "messages.en.xlf").read_text(encoding="utf-8"))["u0"]) == ENGLISH[0]
-    code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "-i", str(tmp_path / "messages.xlf")], capsys)
-    assert code == 0 and "--xliff translates its units" in err                # without --xliff: a note
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--beam-size", "1", "-i",
+                                   str(tmp_path / "messages.xlf")], capsys)   # an .xlf needs no --xliff
+    assert code == 0 and text(targets(out)["u0"]) == ENGLISH[0]
+    (tmp_path / "messages.txt").write_text(xliff1(f"<source>{GERMAN[0]}</source>"), encoding="utf-8")
+    code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "-i", str(tmp_path / "messages.txt")], capsys)
+    assert code == 0 and "--xliff translates its units" in err                # otherwise named: a note
