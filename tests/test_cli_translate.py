@@ -477,3 +477,12 @@ def test_output_onto_the_input_is_refused_before_the_model_loads(capsys, monkeyp
     assert code == 1 and out == "" and "Traceback" not in err
     assert err == f"mt-translate: error: {same}: is the file given to -i (in.de); write the output to another file\n"
     assert src.read_text(encoding="utf-8") == f"{GERMAN[0]}\n"
+
+
+def test_a_document_named_as_one_is_read_whole_unless_lines_are_asked_for(capsys, monkeypatch, tmp_path):
+    page = tmp_path / "seite.html"
+    page.write_text(f"<p>{GERMAN[0]}</p>\n", encoding="utf-8")
+    code, out, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "-i", str(page))
+    assert code == 0 and out == f"<p>{ENGLISH[0]}</p>\n"                        # .html: --html, unasked
+    code, out, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "--format", "jsonl", "-i", str(page))
+    assert code == 0 and json.loads(out)["source"] == f"<p>{GERMAN[0]}</p>"      # jsonl is for lines: read as one
