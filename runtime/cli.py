@@ -118,7 +118,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
                                        ("--xliff", xliff), ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx),
                                        ("--odf", odf), ("--epub", epub)) if given]
-    lines_asked = fmt != "text" or options.num_hypotheses > 1 or prefix is not None or prefixes   # only lines have
+    lines_asked = fmt != "text" or options.num_hypotheses > 1 or prefix is not None or prefixes   # lines only
     if not wholes and input_file and not text and not lines_asked and (flag := document_flag(input_file)):
         wholes = [flag]             # a Word file, a book, subtitles, a catalog: read as lines, it would break
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
