@@ -437,8 +437,8 @@ class _Block:
             if core:
                 pieces += [(lead, _common(word.path, before), bool(n)), (core, word.path, bool(n) and not lead),
                            (tail, _common(word.path, after), False)]
-            else:               # punctuation alone ("order !", ";)"): spaced as the translation has it
-                pieces.append((word.text, _common(word.path, before), bool(n)))
+            else:               # punctuation alone ("order !", "›" a link holds): spaced and wrapped as it is
+                pieces.append((word.text, word.path, bool(n)))
             if word.after:
                 pieces.append((None, word.path, word.after))
         return [piece for piece in pieces if piece[0] != ""]

@@ -360,3 +360,12 @@ def test_code_keeps_the_elements_it_was_in():
                                 weights=[[0, 1, 0, 0, 0], [0, .6, .4, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 0, 1]])
     targets = _carry_over(source, SimpleNamespace(text="[HTML5] `0` Element", translated=True, alignment=alignment))
     assert [(w.text, w.path) for w in targets] == [("[HTML5]", (link,)), ("`0`", ()), ("Element", ())]
+
+
+def test_punctuation_alone_keeps_the_element_it_carries():
+    """A link on "›" alone (a table of contents' arrow): the translated "‘" keeps it."""
+    from mtkit.runtime.markup import _Word
+
+    [block] = [_Block(c) for c in _chunks(_events('<p><a href="#s1">›</a> 1 Einleitung</p>')) if isinstance(c, list)]
+    block.targets = [_Word("‘", block.words[0].path), _Word("1", ()), _Word("Introduction", ())]
+    assert block.render() == '<a href="#s1">‘</a> 1 Introduction'
