@@ -158,8 +158,8 @@ def _untranslated(tag: str, attrs: dict) -> bool:
 
 def _numbers_only(events, start: int, most: int = 8) -> bool:
     """Whether the inline element at `start` is a mark glued to a word: text with no letter (a page
-    number, a footnote's mark) with no space between it and the word ("snow.<span id=p5>5</span>"),
-    found within `most` events. It then travels whole, as code does: it would else make a word of its
+    number, a footnote's mark, a comma in italics) with no space between it and the word
+    ("snow.<span id=p5>5</span>"), found within `most` events. It then travels whole, as code does: it would else make a word of its
     own in the model's input, or follow the glued word (whole, a footnote's mark in superscript)."""
     kind, tag = events[start][:2]
     if kind != "start" or tag not in INLINE:
@@ -172,10 +172,19 @@ def _numbers_only(events, start: int, most: int = 8) -> bool:
             return False                                # a block, a comment, an atom: not a mark
         depth += 1 if kind == "start" else -1
         if depth == 0:
-            glued = (start and events[start - 1][0] == "text" and not events[start - 1][2][-1:].isspace()) or (
-                end < len(events) and events[end][0] == "text" and not events[end][2][:1].isspace())
-            return bool(text.strip()) and not LETTER.search(text) and bool(glued)
+            return bool(text.strip()) and not LETTER.search(text) and (_touches(events, start - 1, -1) or
+                                                                        _touches(events, end, 1))
     return False
+
+
+def _touches(events, i: int, step: int) -> bool:
+    """Whether the nearest text from event `i` on (going `step`), past inline tags, has no space on the
+    side that faces the element: "Pepys</em></span><em>,</em>" is one word."""
+    while 0 <= i < len(events) and events[i][0] in ("start", "end") and events[i][1] in INLINE:
+        i += step
+    if not 0 <= i < len(events) or events[i][0] != "text" or not events[i][2]:
+        return False
+    return not (events[i][2][-1] if step < 0 else events[i][2][0]).isspace()
 
 
 def _element_end(events, start: int) -> int:
@@ -393,7 +402,7 @@ class _Block:
         """Elements the alignment could not place (two sibling elements whose words became one word)
         come back empty after the block's words, so that no link target or id is lost."""
         kept = {k for word in self.targets for k in word.path}
-        lost = dict.fromkeys(k for word in self.words for k in word.path if k not in kept)
+        lost = [k for k in sorted(self.partner) if k < self.partner[k] and k not in kept]    # paired: had words
         self.suffix = "".join(self.items[k][2] + self.items[self.partner[k]][2] for k in lost) + self.suffix
 
     def units(self, split_sentences: bool) -> list[list[_Word]]:

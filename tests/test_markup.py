@@ -369,3 +369,9 @@ def test_punctuation_alone_keeps_the_element_it_carries():
     [block] = [_Block(c) for c in _chunks(_events('<p><a href="#s1">›</a> 1 Einleitung</p>')) if isinstance(c, list)]
     block.targets = [_Word("‘", block.words[0].path), _Word("1", ()), _Word("Introduction", ())]
     assert block.render() == '<a href="#s1">‘</a> 1 Introduction'
+
+
+def test_a_mark_glued_across_end_tags_travels_whole(fixture_translator):
+    """"<span><em>Pepys</em></span><em>,</em>": the comma's element is glued to the word past two end tags."""
+    out = translate(fixture_translator, f"<p><span>{GERMAN[7].rstrip('.')}</span><em>,</em> {GERMAN[8]}</p>")
+    assert out.count("<em>,</em>") == 1
