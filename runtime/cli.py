@@ -50,7 +50,7 @@ Examples:
   mt-translate --json --to de -i locales/en.json -o locales/de.json
   mt-translate --xliff -i messages.de.xlf -o messages.de.xlf.new    # units without a target
   mt-translate --docx -i bericht.docx -o report.docx     # also --pptx, --xlsx, --odf (.odt, .odp, .ods)
-  mt-translate --epub -i roman.epub -o novel.epub
+  mt-translate -i roman.epub -o novel.epub               # known by its name: --epub, unasked
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
