@@ -73,13 +73,20 @@ def run(text: str, properties: str = "") -> str:
 
 
 def texts(document: bytes, part: str = "word/document.xml") -> list[str]:
-    """Each paragraph's text in `part`: its w:t, with a tab as "\\t"."""
+    """Each Word paragraph's text in `part`: its w:t, with a tab as "\\t"."""
+    return paragraph_texts(document, part, W, {"tab": "\t"})
+
+
+def paragraph_texts(document: bytes, part: str, namespace: str, marks: dict[str, str]) -> list[str]:
+    """Each paragraph (p) of `namespace` in `part`: the text of its t elements, and for each element
+    named in `marks` the character it stands for."""
     from lxml import etree
 
     with zipfile.ZipFile(io.BytesIO(document)) as z:
         tree = etree.fromstring(z.read(part))
-    return ["".join(t.text or "" if t.tag == f"{{{W}}}t" else "\t" for t in p.iter(f"{{{W}}}t", f"{{{W}}}tab"))
-            for p in tree.iter(f"{{{W}}}p")]
+    tags = [f"{{{namespace}}}t", *(f"{{{namespace}}}{name}" for name in marks)]
+    return ["".join(t.text or "" if t.tag == tags[0] else marks[t.tag.split("}")[1]] for t in p.iter(*tags))
+            for p in tree.iter(f"{{{namespace}}}p")]
 
 
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
@@ -127,13 +134,8 @@ def slide_run(text: str, properties: str = 'lang="de-DE"', inside: str = "") -> 
 
 
 def slide_texts(document: bytes, part: str = "ppt/slides/slide1.xml") -> list[str]:
-    """Each paragraph's text in `part`, a line break as "\\n"."""
-    from lxml import etree
-
-    with zipfile.ZipFile(io.BytesIO(document)) as z:
-        tree = etree.fromstring(z.read(part))
-    return ["".join(t.text or "" if t.tag == f"{{{A}}}t" else "\n" for t in p.iter(f"{{{A}}}t", f"{{{A}}}br"))
-            for p in tree.iter(f"{{{A}}}p")]
+    """Each DrawingML paragraph's text in `part`, a line break as "\\n"."""
+    return paragraph_texts(document, part, A, {"br": "\n"})
 
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
