@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from . import decode_cache
 from .decode_budget import BUDGET
 from .prefix import Prefix
-from .progress import advance
+from . import progress
 from .repetition import Pieces
 from .search import DecodeOptions, DecoderBackend, Result, decode
 from .threads import run_in_threads
@@ -59,13 +60,25 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
                                       parallel_batches, pieces, [p for _, p in unique])
             return [decoded_once[i] for i in index]
     results: list[Result | None] = [None] * len(sources)
+    todo = list(range(len(sources)))
+    if (cache := decode_cache.active(opts)) is not None:          # an interrupted run's sentences, kept
+        for i, result in cache.lookup(sources, prefixes, opts).items():
+            results[i] = result
+        todo = [i for i in todo if results[i] is None]
     rows = max(opts.num_hypotheses if opts.sampling else opts.beam_size, 1) * max(parallel_batches, 1)
-    batches = list(length_batches([len(s) for s in sources], max_tokens // rows, max(max_sentences // rows, 1)))
-    advance(total=len(sources))
+    batches = [[todo[j] for j in batch] for batch in
+               length_batches([len(sources[i]) for i in todo], max_tokens // rows, max(max_sentences // rows, 1))]
+    if (report := progress.reporter()) is not None:
+        report(0, len(todo))
 
     def run(batch: list[int]) -> list[Result]:
         src_ids, src_mask = pad_batch([sources[i] for i in batch])
-        return decode(backend, src_ids, src_mask, opts, pieces, [prefixes[i] for i in batch])
+        decoded = decode(backend, src_ids, src_mask, opts, pieces, [prefixes[i] for i in batch])
+        if cache is not None:           # as soon as decoded, on this batch's thread: a stop costs one batch
+            cache.keep([sources[i] for i in batch], [prefixes[i] for i in batch], opts, decoded)
+        if report is not None:
+            report(len(batch), 0)
+        return decoded
 
     if parallel_batches > 1 and len(batches) > 1:
         decoded = run_in_threads(run, batches, min(parallel_batches, len(batches)))
@@ -74,5 +87,4 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
     for batch, batch_results in zip(batches, decoded):
         for i, result in zip(batch, batch_results):
             results[i] = result
-        advance(done=len(batch))
     return results

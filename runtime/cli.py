@@ -185,9 +185,10 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         method = getattr(translator, DOCUMENTS[whole])
         try:
             document = open_binary(input_file).read() if input_file and input_file != "-" else sys.stdin.buffer.read()
-            write_output(output, lambda out: write_documents(out, lambda d: method(
-                d, to, options, from_lang=from_lang or "auto", glossary=glossary), [document], newline=False,
-                progress=not quiet), binary=True)
+            with kept_sentences(translator, output, quiet):
+                write_output(output, lambda out: write_documents(out, lambda d: method(
+                    d, to, options, from_lang=from_lang or "auto", glossary=glossary), [document], newline=False,
+                    progress=not quiet), binary=True)
         except (TranslationError, InputError) as e:
             raise CommandError(f"{input_file or 'stdin'}: {e}" if isinstance(e, TranslationError) else str(e)) from None
         return
@@ -226,8 +227,9 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
         try:
             documents = list(text) or ["".join(line + ending for line, ending in zip(list(lines), endings))]
-            write_output(output, lambda out: write_documents(out, translate_one, documents, newline=bool(text),
-                                                             progress=not quiet))
+            with kept_sentences(translator, output, quiet):
+                write_output(output, lambda out: write_documents(out, translate_one, documents, newline=bool(text),
+                                                                 progress=not quiet))
         except (TranslationError, InputError) as e:
             raise CommandError(str(e)) from None
         return
@@ -270,6 +272,34 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                 progress.stop()
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
+
+
+@contextlib.contextmanager
+def kept_sentences(translator, output: str | None, quiet: bool):
+    """For a whole document written to -o FILE: each sentence decoded is kept in .FILE.partial.cache, so
+    that after an interruption the same command decodes only the rest; the file goes once FILE is
+    written (runtime/decode_cache.py)."""
+    from .text_io import written_in_place
+
+    if not output or output == "-" or written_in_place(Path(output)):
+        yield
+        return
+    path = Path(output)
+    kept = path.with_name(f".{path.name}.partial.cache")
+    earlier = kept.exists()
+    with translator.decode_cache(kept) as cache:
+        if earlier and len(cache) and not quiet:
+            print(f"{PROG}: note: going on with the {len(cache):,} sentences an interrupted run decoded ({kept})",
+                  file=sys.stderr)
+        try:
+            yield
+        except BaseException:
+            if len(cache):
+                after_ctrl_c = "\n" if sys.stderr.isatty() else ""
+                print(f"{after_ctrl_c}{PROG}: {len(cache):,} sentences decoded are kept in {kept}; the same command "
+                      f"goes on from there", file=sys.stderr)
+            raise
+    kept.unlink(missing_ok=True)
 
 
 def document_flag(path: str) -> str | None:

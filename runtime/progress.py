@@ -13,6 +13,7 @@ that no document function passes it along, and each thread or task has its own.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,11 +26,13 @@ def translation_progress(callback: Callable[[int, int], None]) -> Iterator[None]
     """Within the block, `callback(done, total)` each time the count of sentences decoded or to decode
     changes."""
     counts = [0, 0]
+    lock = threading.Lock()         # batches end on several threads
 
     def report(done: int, total: int) -> None:
-        counts[0] += done
-        counts[1] += total
-        callback(counts[0], counts[1])
+        with lock:
+            counts[0] += done
+            counts[1] += total
+            callback(counts[0], counts[1])
 
     token = _report.set(report)
     try:
@@ -38,7 +41,7 @@ def translation_progress(callback: Callable[[int, int], None]) -> Iterator[None]
         _report.reset(token)
 
 
-def advance(done: int = 0, total: int = 0) -> None:
-    """Tell the block's callback, if there is one, of `done` more sentences decoded, `total` more to decode."""
-    if (report := _report.get()) is not None:
-        report(done, total)
+def reporter() -> Callable[[int, int], None] | None:
+    """The block's `report(done, total)` (more sentences decoded, more to decode), if in one: taken in
+    the calling thread, since the threads that decode batches do not see the context variable."""
+    return _report.get()

@@ -10,7 +10,9 @@ protected spans and numbers back, and put every text together with its original 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import itertools
 import math
 import numbers
@@ -444,6 +446,23 @@ class Translator:
 
     def __repr__(self) -> str:
         return f"Translator({str(self.path)!r}, provider={self.provider!r}, variant={self.variant!r})"
+
+    @contextlib.contextmanager
+    def decode_cache(self, path: str | Path):
+        """Within the block, each sentence decoded is kept in the SQLite file `path`, and one kept there
+        is read back instead of decoded (runtime/decode_cache.py): an interrupted document goes on
+        where it stopped. Yields the `DecodeCache` (its `read` and `written` counts)."""
+        from . import decode_cache
+
+        config = self.path / "config.json"
+        model = config.read_bytes() if config.is_file() else repr(self.config).encode()
+        namespace = hashlib.sha256(model + f"|{self.variant}|{self.provider}".encode()).hexdigest()
+        cache = decode_cache.DecodeCache(path, namespace)
+        try:
+            with decode_cache.keeping(cache):
+                yield cache
+        finally:
+            cache.close()
 
     # Options and languages.
 

@@ -1,0 +1,91 @@
+"""Decoded sentences kept on disk, so that a long document interrupted (Ctrl-C, a crash, a closed
+laptop) goes on where it stopped: `mt-translate --epub -i book.epub -o out.epub` keeps each sentence's
+result in `.out.epub.partial.cache` (SQLite) as it is decoded, the same command reads them back
+instead of decoding them again, and a run that finishes deletes the file.
+
+A result is kept by everything that decides it: the model's files and graphs, the decoding options,
+the sentence's tokens and its prefix, so a cache made with other options or another model is never
+read (its entries just go unused). Sampling without a seed is never cached: each draw is its own.
+
+    with translator.decode_cache(path):
+        translator.translate_epub(book, "en")
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict
+from pathlib import Path
+
+from .errors import TranslationError
+from .search import Hypothesis, Result
+
+_active: ContextVar[DecodeCache | None] = ContextVar("decode_cache", default=None)
+
+
+class DecodeCache:
+    """A SQLite file of results by key; `namespace` (the model's identity) starts every key."""
+
+    def __init__(self, path: str | Path, namespace: str):
+        import sqlite3  # only here: the start-up of plain translation stays as quick
+
+        self.path, self.namespace = Path(path), namespace
+        self.lock = threading.Lock()         # batches are kept from the threads that decode them
+        try:
+            self.connection = sqlite3.connect(self.path, check_same_thread=False)
+            with self.connection:
+                self.connection.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT)")
+        except sqlite3.Error as e:              # not a cache file (a stray file of that name), or unwritable
+            raise TranslationError(f"{self.path}: cannot keep decoded sentences there ({e})") from None
+        self.read = self.written = 0
+
+    def __len__(self) -> int:
+        return self.connection.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    def key(self, source: list[int], prefix, opts) -> str:
+        return json.dumps([self.namespace, repr(opts), list(source), repr(prefix)])
+
+    def lookup(self, sources: list[list[int]], prefixes: list, opts) -> dict[int, Result]:
+        """The results kept for these sources, by their index."""
+        keys = [self.key(s, p, opts) for s, p in zip(sources, prefixes)]
+        found: dict[str, Result] = {}
+        for start in range(0, len(keys), 500):              # SQLite's limit on one query's parameters
+            chunk = keys[start:start + 500]
+            query = f"SELECT key, result FROM results WHERE key IN ({','.join('?' * len(chunk))})"
+            found.update((key, _result(text)) for key, text in self.connection.execute(query, chunk))
+        kept = {i: found[key] for i, key in enumerate(keys) if key in found}
+        self.read += len(kept)
+        return kept
+
+    def keep(self, sources: list[list[int]], prefixes: list, opts, results: list[Result]) -> None:
+        """These sources' results, written at once (a batch: what an interruption may cost)."""
+        rows = [(self.key(s, p, opts), json.dumps(asdict(r))) for s, p, r in zip(sources, prefixes, results)]
+        with self.lock, self.connection:
+            self.connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+            self.written += len(results)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _result(text: str) -> Result:
+    return Result([Hypothesis(**h) for h in json.loads(text)["hypotheses"]])
+
+
+@contextmanager
+def keeping(cache: DecodeCache) -> Iterator[DecodeCache]:
+    """Within the block, every decode reads and writes `cache`."""
+    token = _active.set(cache)
+    try:
+        yield cache
+    finally:
+        _active.reset(token)
+
+
+def active(opts) -> DecodeCache | None:
+    """The cache of the block we are in, if any, and if results of `opts` may be kept."""
+    return None if opts.sampling and opts.seed is None else _active.get()

@@ -1,0 +1,51 @@
+"""Decoded sentences kept on disk (runtime/decode_cache.py): an interrupted document goes on where it
+stopped. GERMAN[i] -> ENGLISH[i] is what the fixture model reproduces on any CPU (greedy)."""
+
+from __future__ import annotations
+
+from office_files import docx, paragraph, texts
+
+from conftest import ENGLISH, GERMAN, translate_cli as cli
+from mtkit.runtime import translation_progress
+
+GREEDY = {"beam_size": 1}
+
+
+def decoded(translator, page: str, cache, **settings) -> tuple[str, int]:
+    """The page translated inside `cache`, and how many sentences were decoded (not read back)."""
+    counts = [(0, 0)]
+    with translator.decode_cache(cache), translation_progress(lambda done, total: counts.append((done, total))):
+        out = translator.translate_html(page, "en", from_lang="de", **{**GREEDY, **settings})
+    return out, counts[-1][1]
+
+
+def test_what_is_kept_is_read_back_and_nothing_else(fixture_translator, tmp_path):
+    page = "".join(f"<p>{g} <b>{GERMAN[7]}</b></p>" for g in GERMAN[:10])
+    first, count = decoded(fixture_translator, page, tmp_path / "kept.cache")
+    assert count >= 10 and first == "".join(f"<p>{e} <b>{ENGLISH[7]}</b></p>" for e in ENGLISH[:10])
+    again, count = decoded(fixture_translator, page, tmp_path / "kept.cache")
+    assert (again, count) == (first, 0)                                   # all read back
+    _, count = decoded(fixture_translator, page, tmp_path / "kept.cache", beam_size=2)
+    assert count >= 10                                                    # other options: never read
+
+
+def test_mt_translate_goes_on_after_an_interrupted_document(model, fixture_translator, tmp_path, capsys):
+    """A run stopped half way leaves .FILE.partial.cache; the same command decodes only the rest, writes
+    FILE and deletes the cache."""
+    source = tmp_path / "brief.docx"
+    source.write_bytes(docx("".join(paragraph(g) for g in GERMAN[:8])))
+    kept = tmp_path / ".letter.docx.partial.cache"
+    with fixture_translator.decode_cache(kept):                 # what a run stopped after 4 paragraphs kept
+        fixture_translator.translate_docx(docx("".join(paragraph(g) for g in GERMAN[:4])), "en", from_lang="de",
+                                          **GREEDY)
+    code, out, err = cli(capsys, "-i", str(source), "-o", str(tmp_path / "letter.docx"))
+    assert code == 0 and "going on with the 4 sentences an interrupted run decoded" in err
+    assert texts((tmp_path / "letter.docx").read_bytes()) == ENGLISH[:8] and not kept.exists()
+
+
+def test_a_cache_that_cannot_be_one_is_a_clear_error(model, tmp_path, capsys):
+    (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0])))
+    (tmp_path / ".letter.docx.partial.cache").write_bytes(b"not a database, but a file in the way " * 100)
+    code, _, err = cli(capsys, "-i", str(tmp_path / "brief.docx"), "-o", str(tmp_path / "letter.docx"))
+    assert code == 1 and err.count("\n") == 1 and "cannot keep decoded sentences there" in err
+    assert not (tmp_path / "letter.docx").exists()
