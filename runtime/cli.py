@@ -21,8 +21,7 @@ from click.core import ParameterSource
 
 from .cli_options import budget_options, decoding_options, model_options
 from .cli_support import CommandError, command, progress_bar, run_and_exit
-from .documents import BINARY as BYTES
-from .documents import METHODS, suffix
+from .documents import BYTES, METHODS, suffix
 
 PROG = "mt-translate"
 # Each flag that translates a whole document, and the Translator method it calls (runtime/documents.py)
@@ -30,7 +29,7 @@ DOCUMENTS = {"--html": "translate_html", "--subtitles": "translate_subtitles", "
              "--paragraphs": "translate_paragraphs", "--po": "translate_po", "--json": "translate_json",
              "--xliff": "translate_xliff", "--docx": "translate_docx", "--pptx": "translate_pptx",
              "--xlsx": "translate_xlsx", "--odf": "translate_opendocument", "--epub": "translate_epub"}
-BINARY = {flag for flag, method in DOCUMENTS.items() if method in {METHODS[kind] for kind in BYTES}}
+BINARY = {flag for flag, method in DOCUMENTS.items() if method in BYTES}
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 

@@ -41,7 +41,6 @@ class DecodeCache:
                 self.connection.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT)")
         except sqlite3.Error as e:              # not a cache file (a stray file of that name), or unwritable
             raise TranslationError(f"{self.path}: cannot keep decoded sentences there ({e})") from None
-        self.read = self.written = 0
 
     def __len__(self) -> int:
         return self.connection.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -57,16 +56,13 @@ class DecodeCache:
             chunk = keys[start:start + 500]
             query = f"SELECT key, result FROM results WHERE key IN ({','.join('?' * len(chunk))})"
             found.update((key, _result(text)) for key, text in self.connection.execute(query, chunk))
-        kept = {i: found[key] for i, key in enumerate(keys) if key in found}
-        self.read += len(kept)
-        return kept
+        return {i: found[key] for i, key in enumerate(keys) if key in found}
 
     def keep(self, sources: list[list[int]], prefixes: list, opts, results: list[Result]) -> None:
         """These sources' results, written at once (a batch: what an interruption may cost)."""
         rows = [(self.key(s, p, opts), json.dumps(asdict(r))) for s, p, r in zip(sources, prefixes, results)]
         with self.lock, self.connection:
             self.connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
-            self.written += len(results)
 
     def close(self) -> None:
         self.connection.close()

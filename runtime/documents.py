@@ -16,7 +16,8 @@ METHODS = {
     ".docx": "translate_docx", ".pptx": "translate_pptx", ".xlsx": "translate_xlsx", ".epub": "translate_epub",
     ".odt": "translate_opendocument", ".odp": "translate_opendocument", ".ods": "translate_opendocument",
 }
-BINARY = {".docx", ".pptx", ".xlsx", ".epub", ".odt", ".odp", ".ods"}
+# The methods that take and give bytes; the others take and give str.
+BYTES = {"translate_docx", "translate_pptx", "translate_xlsx", "translate_opendocument", "translate_epub"}
 
 
 def suffix(name: str) -> str:
@@ -30,7 +31,7 @@ def translate_file(translator, name: str, data: bytes, to=None, options=None, **
     if kind not in METHODS:
         raise TranslationError(f"files of type {kind or '(no extension)'} are not supported; these are: "
                                f"{', '.join(METHODS)}")
-    if kind in BINARY:
+    if METHODS[kind] in BYTES:
         return getattr(translator, METHODS[kind])(data, to, options, **settings)
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")

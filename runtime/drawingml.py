@@ -35,14 +35,7 @@ class DrawingParagraph(Paragraph):
 
     def read(self, child, link) -> None:
         if child.tag == a("r") and child.find(a("t")) is not None:
-            rpr = child.find(a("rPr"))
-            for number, text in enumerate((child.find(a("t")).text or "").split("\t")):
-                if number:
-                    tab = child.makeelement(a("t"), {})
-                    tab.text = "\t"
-                    self.items.append(("object", (rpr, tab), "tab", link))
-                if text:
-                    self.add_text(text, rpr, link)
+            self.add_characters(child.find(a("t")).text or "", child.find(a("rPr")), link, a("t"), {"\t": "tab"})
         else:                       # a:br, a:fld (the slide number, a date), a formula
             self.items.append(("object", child, "br" if child.tag == a("br") else "img", link))
 

@@ -156,7 +156,7 @@ def _untranslated(tag: str, attrs: dict) -> bool:
             or "notranslate" in (attrs.get("class") or "").split())
 
 
-def _numbers_only(events, start: int, most: int = 8) -> bool:
+def _glued_mark(events, start: int, most: int = 8) -> bool:
     """Whether the inline element at `start` is a mark glued to a word: text with no letter (a page
     number, a footnote's mark, a comma in italics) with no space between it and the word
     ("snow.<span id=p5>5</span>"), found within `most` events. It then travels whole, as code does: it would else make a word of its
@@ -251,7 +251,7 @@ def _chunks(events) -> list[str | list]:
     while i < len(events):
         kind, tag, raw, attrs = events[i]
         i += 1
-        if kind in ("start", "void") and (_untranslated(tag, attrs) or _numbers_only(events, i - 1)):
+        if kind in ("start", "void") and (_untranslated(tag, attrs) or _glued_mark(events, i - 1)):
             end = _element_end(events, i - 1)
             raw += "".join(e[2] for e in events[i:end])
             i = end

@@ -153,11 +153,6 @@ def other_language(value: str | None, locale: str) -> bool:
     return bool(value) and value.split("-")[0].lower() != locale.split("-")[0]
 
 
-def properties_key(rpr) -> str:
-    from lxml import etree
-    return "" if rpr is None else etree.tostring(rpr, encoding="unicode")
-
-
 class Paragraph:
     """One paragraph: its words as an HTML fragment for markup.py, and its runs rewritten from the
     translation. A subclass reads its format's children into `items` (`read`) and writes a run back
@@ -182,6 +177,11 @@ class Paragraph:
             self.read_content()
         self.text = "".join(text for kind, text, *_ in self.items if kind == "text")
         self.has_words = bool(self.text.strip())
+        counts = Counter()
+        for kind, text, key, _ in self.items:
+            if kind == "text":
+                counts[key] += len(text.strip())
+        self.base = counts.most_common(1)[0][0] if counts else None    # the formatting most of its words have
 
     def read_content(self) -> None:
         """`items` from the paragraph's children (a format with text between them reads it too)."""
@@ -194,7 +194,8 @@ class Paragraph:
 
     def key(self, rpr) -> str:
         """The properties `rpr` as a key: runs with equal keys look alike."""
-        return properties_key(rpr)
+        from lxml import etree
+        return "" if rpr is None else etree.tostring(rpr, encoding="unicode")
 
     def run(self, text: str, rpr):
         """A run of `text` with a copy of the run properties `rpr`."""
@@ -215,14 +216,24 @@ class Paragraph:
             text = self.items.pop()[1] + text
         self.items.append(("text", text, key, link))
 
+    def add_characters(self, text: str, rpr, link, t_tag: str, controls: dict[str, str]) -> None:
+        """`text`, with each character of `controls` ({"\\t": "tab"}) as an object of its own: a `t_tag`
+        element of that one character, in a run of its own once written (HTML would read it as a space)."""
+        start = 0
+        for end, character in enumerate(text):
+            if character in controls:
+                if text[start:end]:
+                    self.add_text(text[start:end], rpr, link)
+                control = self.element.makeelement(t_tag, {})
+                control.text = character
+                self.items.append(("object", (rpr, control), controls[character], link))
+                start = end + 1
+        if text[start:]:
+            self.add_text(text[start:], rpr, link)
+
     def fragment(self) -> str:
         """The paragraph as HTML: the most common formatting bare, others as <span class="sN">, links as
         <span class="hN">, objects as <img class="oN"> or <br class="oN">."""
-        counts = Counter()
-        for kind, text, key, _ in self.items:
-            if kind == "text":
-                counts[key] += len(text.strip())
-        self.base = counts.most_common(1)[0][0]
         keys = list(self.properties)
         out, open_link = [], None
         for number, (kind, value, detail, link) in enumerate(self.items):

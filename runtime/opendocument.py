@@ -31,7 +31,7 @@ def t(tag: str) -> str:
 class OdfParagraph(Paragraph):
     """A text:p or text:h: text, and the elements between it."""
 
-    TAGS = (f"{{{TEXT}}}p", f"{{{TEXT}}}h")
+    TAGS = (t("p"), t("h"))
 
     def read_content(self) -> None:
         self._walk(self.element, (), None)

@@ -34,23 +34,9 @@ class CellText(Paragraph):
 
     def read(self, child, link) -> None:
         if child.tag == s("t"):
-            self._add(child.text or "", None, link)
+            self.add_characters(child.text or "", None, link, s("t"), CONTROLS)
         elif child.tag == s("r") and child.find(s("t")) is not None:
-            self._add(child.find(s("t")).text or "", child.find(s("rPr")), link)
-
-    def _add(self, text: str, rpr, link) -> None:
-        """`text`, its line breaks and tabs as objects of their own (HTML would read them as spaces)."""
-        start = 0
-        for end, character in enumerate(text):
-            if character in CONTROLS:
-                if text[start:end]:
-                    self.add_text(text[start:end], rpr, link)
-                control = self.element.makeelement(s("t"), {})
-                control.text = character
-                self.items.append(("object", (rpr, control), CONTROLS[character], link))
-                start = end + 1
-        if text[start:]:
-            self.add_text(text[start:], rpr, link)
+            self.add_characters(child.find(s("t")).text or "", child.find(s("rPr")), link, s("t"), CONTROLS)
 
     def run(self, text: str, rpr):
         t = self.element.makeelement(s("t"), {})

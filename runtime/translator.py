@@ -451,7 +451,7 @@ class Translator:
     def decode_cache(self, path: str | Path):
         """Within the block, each sentence decoded is kept in the SQLite file `path`, and one kept there
         is read back instead of decoded (runtime/decode_cache.py): an interrupted document goes on
-        where it stopped. Yields the `DecodeCache` (its `read` and `written` counts)."""
+        where it stopped. Yields the `DecodeCache` (len(): the sentences it holds)."""
         from . import decode_cache
 
         config = self.path / "config.json"

@@ -49,7 +49,7 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
     if etree.QName(root).localname != "xliff" or version not in MT_STATE:
         raise TranslationError(f"not XLIFF 1.x or 2.x: the root is <{etree.QName(root).localname}> "
                                f"version {root.get('version')!r}")
-    files = [root] if version == "2" else list(root.iter(_tag(root, "file")))
+    files = [root] if version == "2" else [e for e in root.iter() if _local(e) == "file"]
     for file in files:
         target_attribute = "trgLang" if version == "2" else "target-language"
         language = _model_language(translator, to or file.get(target_attribute))
@@ -66,10 +66,6 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
     declaration = document[:document.index("?>") + 2] + "\n" if document.startswith("<?xml") else ""
     out = etree.tostring(root.getroottree(), encoding="unicode")       # with a DOCTYPE or comments around the root
     return declaration + out + ("\n" if document.endswith("\n") else "")
-
-
-def _tag(root, name: str) -> str:
-    return f"{{{root.nsmap.get(None, '')}}}{name}" if root.nsmap.get(None) else name
 
 
 def _local(element) -> str:
@@ -109,11 +105,12 @@ def _translate_units(translator, units: list[tuple], version: str, to: str, opti
     plain, coded, choices, texts = [], [], {}, []
     for unit in units:
         holder, source, target = unit
-        if not has_letters("".join(source.itertext())):      # codes, numbers or nothing: the target is a copy
+        words = "".join(source.itertext())
+        if not has_letters(words):                          # codes, numbers or nothing: the target is a copy
             target = _write(holder, source, target, version, source.text)
             target.extend(copy.deepcopy(child) for child in source)
             continue
-        if icu.has_choice("".join(source.itertext())):
+        if icu.has_choice(words):
             try:
                 if len(source):
                     raise ValueError("inline codes inside it")
