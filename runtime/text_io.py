@@ -37,11 +37,13 @@ def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None =
     """Lines of a binary stream as text, without their line ending ("\\n" or "\\r\\n"), which is
     appended to `endings` if given ("" for a last line without one)."""
     for number, raw in enumerate(stream, start=1):
+        # A zip's first line can be valid UTF-8 (its header's bytes vary with the time it was made).
+        if number == 1 and (what := not_text(raw)):
+            raise InputError(f"{name}: not a text file; {what}")
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            advice = (number == 1 and not_text(raw)) or "convert the file to UTF-8 first"
-            raise invalid_utf8(f"{name}, line {number}", raw, e, advice) from None
+            raise invalid_utf8(f"{name}, line {number}", raw, e, "convert the file to UTF-8 first") from None
         ending = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
         line = line[:len(line) - len(ending)]
         if endings is not None:

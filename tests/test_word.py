@@ -181,6 +181,14 @@ def test_a_docx_is_known_by_its_name_and_else_by_its_bytes(model, tmp_path, caps
     assert code == 1 and out == "" and "it is a zip file: --docx, --pptx, --xlsx, --odf and --epub translate" in err
 
 
+@pytest.mark.parametrize("start", [b"PK\x03\x04\x14\x00\n\xff", b"PK\x03\x04\xff\n", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\n"])
+def test_a_file_that_is_no_text_is_named_whatever_its_first_line(tmp_path, capsys, start):
+    """A zip's header holds its time stamp: its first line may decode, and the bad byte come later."""
+    (tmp_path / "brief.bin").write_bytes(start + b"rest\xfe of the file\n")
+    code, out, err = cli(capsys, "-i", str(tmp_path / "brief.bin"))
+    assert code == 1 and out == "" and err.count("\n") == 1 and "not a text file; it is " in err
+
+
 def test_a_zip_that_unpacks_to_too_much_is_refused(fixture_translator, monkeypatch):
     """A 20 MB upload to mt-serve can unpack to gigabytes: the sizes its entries declare are checked first."""
     from mtkit.runtime import office
