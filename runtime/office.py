@@ -172,7 +172,7 @@ class Paragraph:
         self.element = element
         self.items: list[tuple] = []
         self.properties: dict[str, object] = {}        # key -> the run properties it stands for (or None)
-        self.links: list = []                          # elements that wrap runs (a hyperlink)
+        self.links: list = []                          # elements that wrap runs (a hyperlink, a form's field)
         if not self.tracked:
             self.read_content()
         self.text = "".join(text for kind, text, *_ in self.items if kind == "text")
@@ -196,6 +196,12 @@ class Paragraph:
         """The properties `rpr` as a key: runs with equal keys look alike."""
         from lxml import etree
         return "" if rpr is None else etree.tostring(rpr, encoding="unicode")
+
+    def wrap(self, source):
+        """A new, empty copy of `source`, an element that wraps runs (a hyperlink), and the element in it
+        where the runs go."""
+        wrapper = source.makeelement(source.tag, dict(source.attrib))
+        return wrapper, wrapper
 
     def run(self, text: str, rpr):
         """A run of `text` with a copy of the run properties `rpr`."""
@@ -272,9 +278,8 @@ class Paragraph:
             if link != holder_link:
                 holder, holder_link = self.element, link
                 if link is not None:
-                    source = self.links[link]
-                    holder = source.makeelement(source.tag, dict(source.attrib))
-                    self.element.append(holder)
+                    wrapper, holder = self.wrap(self.links[link])
+                    self.element.append(wrapper)
             if text is None:
                 for element in self._elements(value):
                     element.tail = None                 # the text after it was read, and is written anew

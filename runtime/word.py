@@ -1,11 +1,11 @@
 """Word documents in, Word documents out (`mt-translate --docx`, `Translator.translate_docx`).
 
 The paragraphs (w:p) of the body, tables, text boxes, headers, footers, footnotes, endnotes and
-comments are translated as office.py says. Word's own rules: a hyperlink wraps its runs; a complex
-field (a page number, a cross-reference) runs from its begin mark to its end mark and is kept whole,
-result and all; a tab, a break, a picture or a note's number inside a run becomes a run of its own;
-spell-checking's markers are dropped (Word redoes them); a paragraph with tracked changes is kept as
-it is. The language marks (w:lang) of the runs and of the styles follow the translation. Charts'
+comments are translated as office.py says. Word's own rules: a hyperlink wraps its runs, as a form's
+field (a content control, w:sdt) does; a complex field (a page number, a cross-reference) runs from
+its begin mark to its end mark and is kept whole, result and all; a tab, a break, a picture or a
+note's number inside a run becomes a run of its own; spell-checking's markers are dropped (Word
+redoes them); a paragraph with tracked changes is kept as it is. The language marks (w:lang) of the runs and of the styles follow the translation. Charts'
 titles and SmartArt are DrawingML (drawingml.py).
 """
 
@@ -30,6 +30,7 @@ TRACKED = {w(tag) for tag in ("ins", "del", "moveFrom", "moveTo")}
 WRAPPERS = {w("smartTag"), w("customXml")}      # old markers around words: their words are read, they go
 HINTS = {w(tag) for tag in ("proofErr", "lastRenderedPageBreak", "softHyphen")}   # Word redoes them
 WORDS = {w("t"), w("noBreakHyphen")}
+FIXED_CONTROLS = {w("dataBinding"), "{http://schemas.microsoft.com/office/word/2010/wordml}checkbox"}
 
 
 class WordParagraph(Paragraph):
@@ -50,9 +51,9 @@ class WordParagraph(Paragraph):
             self._read_field(child, link)
         elif child.tag == w("r"):
             self._read_run(child, link)
-        elif child.tag == w("hyperlink"):
+        elif link is None and (runs := _wrapped(child)) is not None:
             self.links.append(child)
-            for grandchild in child:
+            for grandchild in runs:
                 self.read(grandchild, len(self.links) - 1)
         elif child.tag in WRAPPERS:
             for grandchild in child:
@@ -86,6 +87,15 @@ class WordParagraph(Paragraph):
             elif part.tag not in HINTS and part.tag != w("rPr"):
                 self.items.append(("object", (rpr, part), _kind(part), link))
 
+    def wrap(self, source):
+        if source.tag != w("sdt"):
+            return super().wrap(source)
+        control = source.makeelement(source.tag, dict(source.attrib))
+        control.extend(copy.deepcopy(part) for part in source if part.tag != w("sdtContent"))
+        content = control.makeelement(w("sdtContent"), {})
+        control.append(content)
+        return control, content
+
     def run(self, text: str, rpr):
         run = self.element.makeelement(w("r"), {})
         if rpr is not None:
@@ -109,6 +119,19 @@ class WordParagraph(Paragraph):
         for lang in tree.iter(w("lang")):
             if other_language(lang.get(w("val")), locale):
                 lang.set(w("val"), locale)
+
+
+def _wrapped(element) -> list | None:
+    """The children of a hyperlink, or of a content control (a form's field, w:sdt), that hold its runs;
+    None for other elements, and for a control whose text is not to be translated: one bound to the
+    document's data (Word writes the data back over it) or a check box."""
+    if element.tag == w("hyperlink"):
+        return list(element)
+    if element.tag == w("sdt"):
+        properties = element.find(w("sdtPr"))
+        if properties is None or all(part.tag not in FIXED_CONTROLS for part in properties):
+            return list(element.iterfind(w("sdtContent") + "/*"))
+    return None
 
 
 def _kind(part) -> str:

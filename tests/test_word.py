@@ -196,3 +196,30 @@ def test_a_zip_that_unpacks_to_too_much_is_refused(fixture_translator, monkeypat
     monkeypatch.setattr(office, "MAX_UNZIPPED", 1000)
     with pytest.raises(TranslationError, match="unpacks to 0 MB, more than the 0 MB a document may hold"):
         translate(fixture_translator, docx(paragraph(GERMAN[0] * 20)))
+
+
+def control(runs: str, properties: str = "") -> str:
+    """An inline content control (a form's field) around `runs`."""
+    return (f'<w:sdt><w:sdtPr><w:alias w:val="Feld"/><w:tag w:val="field"/><w:id w:val="7"/>{properties}</w:sdtPr>'
+            f'<w:sdtEndPr/><w:sdtContent>{runs}</w:sdtContent></w:sdt>')
+
+
+def test_a_forms_fields_are_translated_inside_their_controls(fixture_translator):
+    """The words in a content control are the paragraph's words: translated, with the control, its
+    properties and its place kept. One bound to the document's data, or a check box, stays as it is."""
+    words = GERMAN[7].split()                          # "Wir haben ein sehr kleines Haus."
+    bound = '<w:dataBinding w:xpath="/form/name" w:storeItemID="{0A1B2C3D-0000-0000-0000-000000000000}"/>'
+    box = '<w14:checkbox><w14:checked w14:val="0"/></w14:checkbox>'
+    body = (paragraph(control(run(GERMAN[0]))) +
+            paragraph(run(" ".join(words[:2]) + " "), control(run(" ".join(words[2:]), BOLD))) +
+            paragraph(control(run(GERMAN[1]), bound)) +
+            paragraph(control(run("\u2610"), box), run(" " + GERMAN[2])))
+    out = translate(fixture_translator, docx(body))
+    assert texts(out) == [ENGLISH[0], ENGLISH[7], GERMAN[1], "\u2610 " + ENGLISH[2]]
+    paragraphs = list(part(out).iter(f"{{{W}}}p"))
+    for p, content in zip(paragraphs, [ENGLISH[0], None, GERMAN[1], "\u2610"]):
+        [sdt] = p.iter(f"{{{W}}}sdt")
+        assert [child.tag.split("}")[1] for child in sdt] == ["sdtPr", "sdtEndPr", "sdtContent"]
+        assert sdt.find(f"{{{W}}}sdtPr/{{{W}}}tag").get(f"{{{W}}}val") == "field"
+        words_in = "".join(t.text for t in sdt.iter(f"{{{W}}}t"))
+        assert words_in == content if content else words_in.strip() and words_in in ENGLISH[7]
