@@ -278,13 +278,13 @@ def kept_sentences(translator, output: str | None, quiet: bool):
     """For a whole document written to -o FILE: each sentence decoded is kept in .FILE.partial.cache, so
     that after an interruption the same command decodes only the rest; the file goes once FILE is
     written (runtime/decode_cache.py)."""
+    from . import decode_cache
     from .text_io import written_in_place
 
     if not output or output == "-" or written_in_place(Path(output)):
         yield
         return
-    path = Path(output)
-    kept = path.with_name(f".{path.name}.partial.cache")
+    kept = decode_cache.beside(output)
     earlier = kept.exists()
     with translator.decode_cache(kept) as cache:
         if earlier and len(cache) and not quiet:

@@ -65,11 +65,21 @@ class DecodeCache:
             self.connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
 
     def close(self) -> None:
+        """Closed; deleted if it holds nothing (a run that failed at once leaves no file behind)."""
+        empty = not len(self)
         self.connection.close()
+        if empty:
+            self.path.unlink(missing_ok=True)
 
 
 def _result(text: str) -> Result:
     return Result([Hypothesis(**h) for h in json.loads(text)["hypotheses"]])
+
+
+def beside(output: str | Path) -> Path:
+    """Where the sentences of a document being written to `output` are kept: `.NAME.partial.cache` beside it."""
+    output = Path(output)
+    return output.with_name(f".{output.name}.partial.cache")
 
 
 @contextmanager

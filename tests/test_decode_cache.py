@@ -49,3 +49,10 @@ def test_a_cache_that_cannot_be_one_is_a_clear_error(model, tmp_path, capsys):
     code, _, err = cli(capsys, "-i", str(tmp_path / "brief.docx"), "-o", str(tmp_path / "letter.docx"))
     assert code == 1 and err.count("\n") == 1 and "cannot keep decoded sentences there" in err
     assert not (tmp_path / "letter.docx").exists()
+
+
+def test_a_run_that_fails_before_decoding_leaves_no_cache(model, tmp_path, capsys):
+    (tmp_path / "broken.docx").write_bytes(b"PK\x03\x04 and then no zip")
+    code, _, err = cli(capsys, "-i", str(tmp_path / "broken.docx"), "-o", str(tmp_path / "letter.docx"))
+    assert code == 1 and err.count("\n") == 1 and "not a .docx" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["broken.docx"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.reactive import var
@@ -23,6 +23,7 @@ from textual.worker import WorkerState
 
 from .controller import Loads, Requests
 from .editors import Editors
+from .file_screen import TranslateFileScreen
 from .panels import PANELS, Panels
 from .screens import HelpScreen, OpenModelScreen
 from .settings_bar import SettingsBar
@@ -31,14 +32,15 @@ from .state import (AUTO, MAX_INPUT_CHARS, DecodeSettings, History, Outcome, bun
 from .status import ErrorBar, StatusLine
 
 DEBOUNCE_SECONDS = 0.4
+NARROW = 100            # columns: below, the screen is -narrow and the footer compact
 NO_MODEL = "No model loaded. ctrl+o opens a bundle."
 
 
 class MTApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "mt-tui"
-    # The screen gets -narrow below 100 columns: app.tcss tightens the settings bar and the footer.
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    # The screen gets -narrow below NARROW columns: app.tcss tightens the settings bar and the footer.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
     BINDINGS = [
         Binding("f1", "help", "Help"),
         Binding("f2", "swap", "Swap", priority=True),
@@ -49,6 +51,7 @@ class MTApp(App):
         *(Binding(key, f"open_panel('{name}')", "Panels" if i == 0 else title, priority=True, show=i == 0,
                   key_display="alt+1…4" if i == 0 else None) for i, (name, (_, title, key)) in enumerate(PANELS.items())),
         Binding("ctrl+o", "open_model", "Open", priority=True),
+        Binding("ctrl+t", "translate_file", "File", priority=True),
         Binding("ctrl+l", "clear", "Clear", priority=True, show=False),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
@@ -207,7 +210,7 @@ class MTApp(App):
             self.outcome = None
             self.status.update("")
             self.errors.report("translation", f"Input too long: {len(text):,} characters (the limit is "
-                                              f"{MAX_INPUT_CHARS:,}). Translate long documents with mt-translate.")
+                                              f"{MAX_INPUT_CHARS:,}). ctrl+t translates a whole file.")
         elif self.translator is None or self.direction is None:
             if not self.loads.loading:
                 self.status.update("No model loaded: ctrl+o opens a bundle.")
@@ -265,6 +268,8 @@ class MTApp(App):
                     markup=False)
 
     # ----- events -------------------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one(Footer).compact = event.size.width < NARROW     # its keys fit in 80 columns
     @on(TextArea.Changed, "#source")
     def source_changed(self) -> None:
         self.requests.invalidate()
@@ -372,6 +377,18 @@ class MTApp(App):
     def action_clear(self) -> None:
         self.editors.set_source("")
         self.editors.source.focus()
+
+    def action_translate_file(self) -> None:
+        if self.translator is None or self.direction is None:
+            self.notify("No model loaded: ctrl+o opens a bundle.", severity="warning")
+            return
+        try:
+            options = replace(self.settings.options(), return_alignment=False, num_hypotheses=1)
+        except Exception as e:          # OptionError: the settings bar shows it too
+            self.notify(f"Check the decoding settings: {e}", severity="error", markup=False)
+            return
+        languages = {language for direction in self.directions for language in direction}
+        self.push_screen(TranslateFileScreen(self.translator, self.direction, options, languages))
 
     def action_open_model(self) -> None:
         current = str(self.translator.path) if self.translator is not None else (self.model_path or "")

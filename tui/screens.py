@@ -23,6 +23,7 @@ KEYS = [
     *((key, f"{title} panel" + (" (focuses the list: enter restores an entry)" if name == "history" else ""))
       for name, (_, title, key) in PANELS.items()),
     ("ctrl+o", "open another model bundle (a directory, or a .tar.gz / .zip of one)"),
+    ("ctrl+t", "translate a whole file (a document, a book, subtitles, text) into a file beside it"),
     ("ctrl+l", "clear the source"),
     ("tab, shift+tab", "move between the editors, the settings and the panels"),
     ("ctrl+p", "command palette"),
