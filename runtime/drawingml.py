@@ -1,27 +1,32 @@
 """DrawingML's paragraphs (a:p): the text of PowerPoint's slides, and of the charts, SmartArt and
-shapes that Word, PowerPoint and Excel files all draw with (office.py).
+shapes that Word, PowerPoint and Excel files all draw with (office.py); and a chart's labels.
 
 A link is part of a run's properties, so it follows its words as any formatting does; a field (the
 slide number, a date) is kept whole; a line break (a:br) ends a sentence; a tab, written as a
 character, becomes a run of its own; the spell-checker's mark of a word it flagged goes. The language
 marks (lang="de-DE") follow the translation.
+
+A chart's series names and category labels are the text values of its string caches (c:pt), which it
+shows as they are: each is translated as a paragraph of plain text.
 """
 
 from __future__ import annotations
 
 import copy
 
-from .office import Paragraph, other_language
+from .office import Paragraph, other_language, words_of
 
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 DML = "application/vnd.openxmlformats-officedocument.drawingml."
-# Parts of DrawingML text in any Office file: charts' titles, SmartArt's data and its drawn copy.
-DRAWINGS = frozenset({DML + "chart+xml", DML + "diagramData+xml",
-                      "application/vnd.ms-office.drawingml.diagramDrawing+xml"})
 
 
 def a(tag: str) -> str:
     return f"{{{A}}}{tag}"
+
+
+def c(tag: str) -> str:
+    return f"{{{C}}}{tag}"
 
 
 LABELLED = (a("rPr"), a("endParaRPr"), a("defRPr"))     # where a language mark (lang="de-DE") sits
@@ -58,3 +63,25 @@ class DrawingParagraph(Paragraph):
         for element in tree.iter(*LABELLED):
             if other_language(element.get("lang"), locale):
                 element.set("lang", locale)
+
+
+class ChartValue(Paragraph):
+    """A point of a chart's string cache (c:pt holding one c:v): a series' name or a category's label.
+    Points of number caches are numbers, and are not read."""
+
+    TAGS = (c("pt"),)
+    TEXT_CACHES = {c("strCache"), c("strLit"), c("lvl")}          # c:lvl: a level of multi-level categories
+
+    def read_content(self) -> None:
+        value = self.element.find(c("v"))
+        if self.element.getparent().tag in self.TEXT_CACHES and value is not None:
+            self.add_text(value.text or "", None, None)
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        self.element.find(c("v")).text = words_of(translation)
+
+
+# Parts of DrawingML text in any Office file, and the classes that read them: charts' titles and labels,
+# SmartArt's data and its drawn copy.
+DRAWINGS = {DML + "chart+xml": (DrawingParagraph, ChartValue), DML + "diagramData+xml": (DrawingParagraph,),
+            "application/vnd.ms-office.drawingml.diagramDrawing+xml": (DrawingParagraph,)}

@@ -36,7 +36,7 @@ class Format:
     suffix: str                 # ".docx"
     old: str                    # its binary predecessor: ".doc"
     main: frozenset             # content types of the main part, one of which it has
-    parts: dict                 # content type of a part whose paragraphs are translated -> its Paragraph class
+    parts: dict                 # content type of a part whose text is translated -> the Paragraph classes reading it
     styles: dict = field(default_factory=dict)   # content type of a part whose language marks follow -> its class
 
 
@@ -48,7 +48,7 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
         raise TranslationError(f"not {fmt.name}: it has no main part")
     trees = {name: parse_part(name, data) for name, data in entries.items() if types.get(name) in fmt.parts}
     found = [(name, reader(p)) for name, tree in trees.items()
-             for reader in [fmt.parts[types[name]]] for p in tree.iter(*reader.TAGS)]
+             for reader in fmt.parts[types[name]] for p in tree.iter(*reader.TAGS)]
     touched = {name for name, p in found if p.has_words}       # parts without words stay byte for byte
     locale = translate_paragraphs(translator, [p for _, p in found], to, options, from_lang, glossary, overrides)
     for name, data in entries.items():
@@ -304,6 +304,14 @@ class Paragraph:
         if isinstance(value, tuple):
             return [self.run_of(*value)]
         return [value]
+
+
+def words_of(translation: str) -> str:
+    """The words of what `Paragraph.fragment` became, without its markup."""
+    reader = _Reader(0)
+    reader.feed(translation)
+    reader.close()
+    return "".join(text for text, *_ in reader.pieces if text is not None)
 
 
 class _Reader(HTMLParser):

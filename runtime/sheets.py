@@ -3,8 +3,8 @@
 A cell's text lives in the shared strings (one si each), or inline in a sheet (is); a comment's in its
 text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own rules:
 a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
-East Asian text are kept after the runs. Charts' titles and the text of shapes are DrawingML
-(drawingml.py). Numbers, formulas, their cached results, sheet names and every other part stay as
+East Asian text are kept after the runs. Charts (titles, series names, category labels) and the
+text of shapes are DrawingML (drawingml.py). Numbers, formulas, their cached results, sheet names and every other part stay as
 they are.
 """
 
@@ -69,8 +69,8 @@ MAIN = frozenset({SML + "sheet.main+xml", SML + "template.main+xml", MACROS + "s
                   MACROS + "template.macroEnabled.main+xml"})
 XLSX = Format(
     name="an Excel workbook", suffix=".xlsx", old="Excel .xls", main=MAIN,
-    parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "worksheet+xml", SML + "comments+xml"}, CellText),
-           **dict.fromkeys({*DRAWINGS, DRAWING}, DrawingParagraph)})
+    parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "worksheet+xml", SML + "comments+xml"}, (CellText,)),
+           **DRAWINGS, DRAWING: (DrawingParagraph,)})
 
 
 def translate_xlsx(translator, document: bytes, to=None, options=None, **settings) -> bytes:

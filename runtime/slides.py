@@ -18,7 +18,7 @@ MAIN = frozenset({PML + "presentation.main+xml", PML + "slideshow.main+xml", PML
                   MACROS + "template.macroEnabled.main+xml"})
 PPTX = Format(
     name="a PowerPoint presentation", suffix=".pptx", old="PowerPoint .ppt", main=MAIN,
-    parts=dict.fromkeys({PML + "slide+xml", PML + "notesSlide+xml", *DRAWINGS}, DrawingParagraph),
+    parts={**dict.fromkeys({PML + "slide+xml", PML + "notesSlide+xml"}, (DrawingParagraph,)), **DRAWINGS},
     styles=dict.fromkeys({*MAIN, PML + "slideMaster+xml", PML + "slideLayout+xml", PML + "notesMaster+xml"},
                          DrawingParagraph))
 

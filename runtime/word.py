@@ -5,15 +5,15 @@ comments are translated as office.py says. Word's own rules: a hyperlink wraps i
 field (a content control, w:sdt) does; a complex field (a page number, a cross-reference) runs from
 its begin mark to its end mark and is kept whole, result and all; a tab, a break, a picture or a
 note's number inside a run becomes a run of its own; spell-checking's markers are dropped (Word
-redoes them); a paragraph with tracked changes is kept as it is. The language marks (w:lang) of the runs and of the styles follow the translation. Charts'
-titles and SmartArt are DrawingML (drawingml.py).
+redoes them); a paragraph with tracked changes is kept as it is. The language marks (w:lang) of the runs and of the styles follow the translation. Charts
+(titles, series names, category labels) and SmartArt are DrawingML (drawingml.py).
 """
 
 from __future__ import annotations
 
 import copy
 
-from .drawingml import DRAWINGS, DrawingParagraph
+from .drawingml import DRAWINGS
 from .office import Format, Paragraph, other_language, translate_package
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -147,8 +147,8 @@ MAIN = frozenset({WORDML + "document.main+xml", WORDML + "template.main+xml", MA
 DOCX = Format(
     name="a Word document", suffix=".docx", old="Word .doc", main=MAIN,
     parts={**dict.fromkeys(MAIN | {WORDML + kind + "+xml" for kind in ("header", "footer", "footnotes", "endnotes",
-                                                                         "comments")}, WordParagraph),
-           **dict.fromkeys(DRAWINGS, DrawingParagraph)},
+                                                                         "comments")}, (WordParagraph,)),
+           **DRAWINGS},
     styles={WORDML + "styles+xml": WordParagraph})
 
 

@@ -142,9 +142,11 @@ S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 SML = "application/vnd.openxmlformats-officedocument.spreadsheetml"
 
 
-def xlsx(shared: list[str], cells: str, comments: str | None = None, chart: str | None = None) -> bytes:
+def xlsx(shared: list[str], cells: str, comments: str | None = None, chart: str | None = None,
+         plot: str = "") -> bytes:
     """A .xlsx with shared strings (each an si's content, as XML), one sheet of `cells` (c elements of
-    one row), a comments part and a chart whose title is the DrawingML paragraph `chart`, if given.
+    one row), a comments part and a chart whose title is the DrawingML paragraph `chart`, if given,
+    with `plot` (a c:plotArea) after it.
     Only what runtime/sheets.py reads: no styles or theme."""
     overrides = [("/xl/workbook.xml", f"{SML}.sheet.main+xml"), ("/xl/sharedStrings.xml", f"{SML}.sharedStrings+xml"),
                  ("/xl/worksheets/sheet1.xml", f"{SML}.worksheet+xml")]
@@ -164,7 +166,7 @@ def xlsx(shared: list[str], cells: str, comments: str | None = None, chart: str 
         parts["xl/charts/chart1.xml"] = (
             '<c:chartSpace xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" '
             f'xmlns:a="{A}"><c:chart><c:title><c:tx><c:rich><a:bodyPr/>{chart}</c:rich></c:tx></c:title>'
-            '</c:chart></c:chartSpace>')
+            f'{plot}</c:chart></c:chartSpace>')
     content_types = ('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
                      '<Default Extension="xml" ContentType="application/xml"/>'
                      + "".join(f'<Override PartName="{name}" ContentType="{kind}"/>' for name, kind in overrides)

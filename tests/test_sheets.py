@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 from lxml import etree
-from office_files import cell_texts, docx, paragraph, xlsx
+from office_files import cell_texts, docx, paragraph, slide_paragraph, xlsx
 
 from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
@@ -77,9 +77,29 @@ def test_parts_without_words_are_kept_byte_for_byte(fixture_translator):
 
 
 def test_a_charts_title_is_translated(fixture_translator):
-    from office_files import A, slide_paragraph
+    from office_files import A
 
     out = translate(fixture_translator, xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>',
                                              chart=slide_paragraph(GERMAN[1])))
     title = part(out, "xl/charts/chart1.xml")
     assert "".join(t.text for t in title.iter(f"{{{A}}}t")) == ENGLISH[1]
+
+
+def test_a_charts_series_names_and_category_labels_are_translated_and_its_numbers_kept(fixture_translator):
+    """What a chart shows is its caches: string points are labels, translated; number points stay."""
+    def points(*values: str) -> str:
+        return "".join(f'<c:pt idx="{i}"><c:v>{v}</c:v></c:pt>' for i, v in enumerate(values))
+
+    def cache(kind: str, *values: str) -> str:
+        return f"<c:{kind}>{points(*values)}</c:{kind}>"
+    series = (f'<c:ser><c:tx><c:strRef><c:f>Tabelle1!$B$1</c:f>{cache("strCache", GERMAN[2])}</c:strRef></c:tx>'
+              f'<c:cat><c:multiLvlStrRef><c:multiLvlStrCache><c:ptCount val="2"/>{cache("lvl", GERMAN[3], GERMAN[4])}'
+              f'{cache("lvl", GERMAN[5])}</c:multiLvlStrCache></c:multiLvlStrRef></c:cat>'
+              f'<c:val><c:numRef><c:numCache><c:formatCode>General</c:formatCode>{points("12.5", "7")}'
+              f'</c:numCache></c:numRef></c:val></c:ser>')
+    out = translate(fixture_translator, xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>',
+                                             chart=slide_paragraph(GERMAN[1]),
+                                             plot=f"<c:plotArea><c:barChart>{series}</c:barChart></c:plotArea>"))
+    chart = part(out, "xl/charts/chart1.xml")
+    values = [v.text for v in chart.iter("{http://schemas.openxmlformats.org/drawingml/2006/chart}v")]
+    assert values == [ENGLISH[2], ENGLISH[3], ENGLISH[4], ENGLISH[5], "12.5", "7"]
