@@ -28,7 +28,8 @@ PROG = "mt-translate"
 DOCUMENTS = {"--html": "translate_html", "--subtitles": "translate_subtitles", "--markdown": "translate_markdown",
              "--paragraphs": "translate_paragraphs", "--po": "translate_po", "--json": "translate_json",
              "--xliff": "translate_xliff", "--docx": "translate_docx", "--pptx": "translate_pptx",
-             "--xlsx": "translate_xlsx", "--odf": "translate_opendocument", "--epub": "translate_epub"}
+             "--xlsx": "translate_xlsx", "--odf": "translate_opendocument", "--epub": "translate_epub",
+             "--pdf": "translate_pdf"}
 BINARY = {flag for flag, method in DOCUMENTS.items() if method in BYTES}
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
@@ -50,6 +51,7 @@ Examples:
   mt-translate --xliff -i messages.de.xlf -o messages.de.xlf.new    # units without a target
   mt-translate --docx -i bericht.docx -o report.docx     # also --pptx, --xlsx, --odf (.odt, .odp, .ods)
   mt-translate -i roman.epub -o novel.epub               # known by its name: --epub, unasked
+  mt-translate --to de -i report.pdf -o bericht.pdf      # needs 'mtkit[pdf]'
 
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
@@ -101,6 +103,9 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
                                          "text is translated; formatting, pictures and links are kept.")
 @click.option("--epub", is_flag=True, help="The input is an EPUB book (-i or stdin): the text of its chapters and "
                                           "table of contents is translated; markup, images and styles are kept.")
+@click.option("--pdf", "pdf", is_flag=True, help="The input is a PDF file (-i or stdin): each page's text is "
+                                                  "translated and set where it stood; pictures, drawings and links "
+                                                  "are kept. Needs 'mtkit[pdf]'.")
 @click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
                                           "page, whose text is translated and whose markup is kept.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
@@ -110,13 +115,13 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
          prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, xliff, docx, pptx, xlsx, odf,
-         epub, html, batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
+         epub, pdf, html, batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
     wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
                                        ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
                                        ("--xliff", xliff), ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx),
-                                       ("--odf", odf), ("--epub", epub)) if given]
+                                       ("--odf", odf), ("--epub", epub), ("--pdf", pdf)) if given]
     lines_asked = fmt != "text" or options.num_hypotheses > 1 or prefix is not None or prefixes   # lines only
     if not wholes and input_file and not text and not lines_asked and (flag := document_flag(input_file)):
         wholes = [flag]             # a Word file, a book, subtitles, a catalog: read as lines, it would break

@@ -15,9 +15,11 @@ METHODS = {
     ".xlf": "translate_xliff", ".xliff": "translate_xliff",
     ".docx": "translate_docx", ".pptx": "translate_pptx", ".xlsx": "translate_xlsx", ".epub": "translate_epub",
     ".odt": "translate_opendocument", ".odp": "translate_opendocument", ".ods": "translate_opendocument",
+    ".pdf": "translate_pdf",
 }
 # The methods that take and give bytes; the others take and give str.
-BYTES = {"translate_docx", "translate_pptx", "translate_xlsx", "translate_opendocument", "translate_epub"}
+BYTES = {"translate_docx", "translate_pptx", "translate_xlsx", "translate_opendocument", "translate_epub",
+         "translate_pdf"}
 
 
 def suffix(name: str) -> str:

@@ -259,11 +259,10 @@ class Paragraph:
 
     def rewrite(self, translation: str, locale: str) -> None:
         """The paragraph's content replaced by runs built from `translation` (what `fragment` became)."""
-        reader = _Reader(len(self.items))
-        reader.feed(translation)
-        reader.close()
-        lost = [number for number, item in enumerate(self.items) if item[0] == "object" and number not in reader.seen]
-        pieces = reader.pieces + [(None, number, None) for number in lost]      # nothing is left out
+        pieces = translated_pieces(translation, len(self.items))
+        seen = {number for text, number, _ in pieces if text is None}
+        lost = [number for number, item in enumerate(self.items) if item[0] == "object" and number not in seen]
+        pieces += [(None, number, None) for number in lost]      # nothing is left out
         keys = list(self.properties)
         last = [child for child in self.element if child.tag in self.LAST]
         for child in list(self.element):
@@ -306,12 +305,18 @@ class Paragraph:
         return [value]
 
 
-def words_of(translation: str) -> str:
-    """The words of what `Paragraph.fragment` became, without its markup."""
-    reader = _Reader(0)
+def translated_pieces(translation: str, objects: int) -> list[tuple]:
+    """What `Paragraph.fragment` became, read back: (text, properties number, link) for words and
+    (None, object number, None) for each of the paragraph's `objects` found, in order."""
+    reader = _Reader(objects)
     reader.feed(translation)
     reader.close()
-    return "".join(text for text, *_ in reader.pieces if text is not None)
+    return reader.pieces
+
+
+def words_of(translation: str) -> str:
+    """The words of what `Paragraph.fragment` became, without its markup."""
+    return "".join(text for text, *_ in translated_pieces(translation, 0) if text is not None)
 
 
 class _Reader(HTMLParser):

@@ -627,6 +627,15 @@ class Translator:
         return self._document(epub.translate_epub, "document", document, to, options, from_lang, glossary,
                               kind=bytes, **overrides)
 
+    def translate_pdf(self, document: bytes, to: str | None = None, options: DecodeOptions | None = None, *,
+                      from_lang: str = "auto", glossary: Glossary | None = None, **overrides) -> bytes:
+        """`document`, a PDF file's bytes, with each page's text translated and set where it stood, and its
+        pictures, drawings, links and outline kept (runtime/pdf.py; needs the `pdf` extra: pypdfium2,
+        reportlab). Options as for `translate`."""
+        from . import pdf
+        return self._document(pdf.translate_pdf, "document", document, to, options, from_lang, glossary,
+                              kind=bytes, **overrides)
+
     def _document(self, translate, name: str, document, to, options, from_lang, glossary, kind: type = str,
                   **more):
         """A whole document through `translate` (markup's, subtitles' or markdown's), after the checks

@@ -376,7 +376,8 @@ def test_translate_file_then_download_it(url):
 
 
 @pytest.mark.parametrize("name, data, status, message", [
-    ("scan.pdf", b"%PDF-1.7", 400, "files of type .pdf are not supported"),
+    ("old.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", 400, "files of type .doc are not supported"),
+    ("scan.pdf", b"%PDF-1.7", 400, "the PDF is damaged"),
     ("alt.docx", b"not a zip", 400, "not a .docx"),
     ("latin1.txt", "Grüße".encode("latin-1"), 400, "not UTF-8"),
 ])

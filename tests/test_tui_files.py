@@ -86,12 +86,12 @@ async def test_a_stopped_translation_keeps_its_sentences_and_goes_on(fixture_bun
 
 @run_async
 async def test_what_cannot_be_translated_is_said_in_the_dialog(fixture_bundle, tmp_path):
-    (tmp_path / "scan.pdf").write_bytes(b"%PDF-1.7\n")
+    (tmp_path / "old.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")
     (tmp_path / "broken.docx").write_bytes(b"PK\x03\x04 not a zip at all")
     (tmp_path / "latin1.txt").write_bytes("Grüße\n".encode("latin-1"))
     (tmp_path / "ok.txt").write_text(GERMAN[0], encoding="utf-8")
     cases = [(tmp_path / "missing.txt", None, "no such file"),
-             (tmp_path / "scan.pdf", None, "files of type .pdf are not translated; these are: .txt, "),
+             (tmp_path / "old.doc", None, "files of type .doc are not translated; these are: .txt, "),
              (tmp_path / "ok.txt", tmp_path / "ok.txt", "that is the file to translate"),
              (tmp_path / "ok.txt", tmp_path / "ok.docx", "the translation is a .txt file"),
              (tmp_path / "ok.txt", tmp_path / "no" / "ok.en.txt", "cannot write"),
@@ -102,7 +102,7 @@ async def test_what_cannot_be_translated_is_said_in_the_dialog(fixture_bundle, t
             said = await translate(pilot, source, target)
             assert message in said, (source, said)
             assert app.screen.query_one("#file-status", Label).has_class("error")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.docx", "latin1.txt", "ok.txt", "scan.pdf"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.docx", "latin1.txt", "ok.txt", "old.doc"]
 
 
 @run_async

@@ -1,0 +1,111 @@
+"""PDF files (runtime/pdf.py): `Translator.translate_pdf` and `mt-translate --pdf`, on PDFs made here
+with reportlab. GERMAN[i] -> ENGLISH[i] is what the fixture model reproduces on any CPU (greedy), so
+the text read back from the translated PDF is asserted exactly; pictures, links and what is not to
+be translated must come back."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import pytest
+from pdf_files import counts, fonts_of, paragraph, pdf, picture, text_of
+
+from conftest import ENGLISH, GERMAN, translate_cli as cli
+from mtkit.runtime import TranslationError
+
+GREEDY = {"beam_size": 1}
+
+
+def translate(translator, document: bytes) -> bytes:
+    return translator.translate_pdf(document, "en", from_lang="de", **GREEDY)
+
+
+def test_paragraphs_headings_and_cells_are_translated_and_the_rest_kept(fixture_translator):
+    """A heading, a justified paragraph over several lines, two table cells parted by a rule, a picture
+    and a link: the text comes back translated, each paragraph whole, and nothing else is lost."""
+    def draw(sheet):
+        paragraph(sheet, GERMAN[0], 72, 780, 450, size=16, font="Helvetica-Bold")
+        end = paragraph(sheet, " ".join(GERMAN[1:5]), 72, 740, 200, justify=True)
+        paragraph(sheet, GERMAN[5], 72, end - 30, 150)
+        paragraph(sheet, GERMAN[6], 240, end - 30, 150)
+        sheet.line(230, end - 20, 230, end - 80)
+        picture(sheet, 400, 600)
+        sheet.linkURL("https://example.org/", (72, end - 60, 200, end - 30))
+
+    source = pdf(draw)
+    out = translate(fixture_translator, source)
+    text = text_of(out)
+    for english in [ENGLISH[0], " ".join(ENGLISH[1:5]), ENGLISH[5], ENGLISH[6]]:
+        assert english in text, (english, text)
+    assert not any(word in text for word in ("Sie ", "Wir ", "nicht")), text        # no German left
+    assert counts(out) == counts(source) == {"pages": 1, "pictures": 1, "links": 1}
+    assert fonts_of(out, ENGLISH[0]) == {"Helvetica-Bold"}                # the heading's font, kept
+
+
+def test_words_in_another_font_keep_it(fixture_translator):
+    words = GERMAN[7].split()                          # "Wir haben ein sehr kleines Haus."
+    source = pdf(lambda sheet: paragraph(sheet, f"{' '.join(words[:3])} <b>{' '.join(words[3:5])}</b> {words[5]}",
+                                         72, 780, 450))
+    out = translate(fixture_translator, source)
+    assert text_of(out) == ENGLISH[7]
+    bold = [w for w in ENGLISH[7].rstrip(".").split() if fonts_of(out, w) == {"Times-Bold"}]
+    assert bold and len(bold) < len(ENGLISH[7].split())
+
+
+def test_text_at_an_angle_stays_as_written(fixture_translator):
+    def draw(sheet):
+        paragraph(sheet, GERMAN[0], 72, 780, 450)
+        sheet.saveState()
+        sheet.translate(300, 300)
+        sheet.rotate(90)
+        sheet.drawString(0, 0, GERMAN[1])
+        sheet.restoreState()
+
+    out = translate(fixture_translator, pdf(draw))
+    assert ENGLISH[0] in text_of(out) and GERMAN[1] in text_of(out)
+
+
+def test_a_page_without_text_comes_back_with_a_warning(fixture_translator):
+    source = pdf(lambda sheet: picture(sheet, 100, 100))
+    with pytest.warns(UserWarning, match=r"the PDF has no text \(a scan\?\): run OCR on it first"):
+        out = translate(fixture_translator, source)
+    assert counts(out) == counts(source)
+
+
+@pytest.mark.parametrize("document, message", [
+    (b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer <<>>\n%%EOF", "the PDF is damaged"),
+    (b"PK\x03\x04 a zip", "not a PDF file"),
+])
+def test_what_is_no_readable_pdf_is_a_clear_error(fixture_translator, document, message):
+    with pytest.raises(TranslationError, match=message):
+        translate(fixture_translator, document)
+
+
+def test_a_pdf_with_a_password_is_refused(fixture_translator):
+    locked = pdf(lambda sheet: paragraph(sheet, GERMAN[0], 72, 780, 450), encrypt="geheim")
+    with pytest.raises(TranslationError, match="the PDF has a password: save it without one first"):
+        translate(fixture_translator, locked)
+
+
+def test_mt_translate_knows_a_pdf_by_its_name(model, tmp_path, capsys):
+    (tmp_path / "brief.pdf").write_bytes(pdf(lambda sheet: paragraph(sheet, GERMAN[2], 72, 780, 450)))
+    code, out, err = cli(capsys, "-i", str(tmp_path / "brief.pdf"), "-o", str(tmp_path / "letter.pdf"))
+    assert (code, out, err) == (0, "", "") and text_of((tmp_path / "letter.pdf").read_bytes()) == ENGLISH[2]
+    code, out, err = cli(capsys, "--pdf", "-i", str(tmp_path / "brief.pdf"), "-o", str(tmp_path / "again.pdf"))
+    assert code == 0 and text_of((tmp_path / "again.pdf").read_bytes()) == ENGLISH[2]
+
+
+def test_without_the_pdf_extra_mt_translate_says_what_to_install(model, tmp_path, capsys, monkeypatch):
+    (tmp_path / "brief.pdf").write_bytes(pdf(lambda sheet: paragraph(sheet, GERMAN[2], 72, 780, 450)))
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)          # as if not installed
+    code, out, err = cli(capsys, "-i", str(tmp_path / "brief.pdf"), "-o", str(tmp_path / "letter.pdf"))
+    assert code == 1 and out == "" and not (tmp_path / "letter.pdf").exists()
+    assert err == (f"mt-translate: error: {tmp_path / 'brief.pdf'}: pypdfium2 is not installed, which PDF files need; "
+                   "install it with: pip install 'mtkit[pdf]'\n")
+
+
+def test_nothing_warns_for_a_plain_page(fixture_translator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        translate(fixture_translator, pdf(lambda sheet: paragraph(sheet, GERMAN[3], 72, 780, 450)))
