@@ -3,18 +3,19 @@ translated and set where it stood, all else kept: pictures, drawings, links, the
 metadata.
 
 A PDF has no paragraphs, only glyphs placed on a page. PDFium (pypdfium2) reads each character with
-its box, font, size and colour; characters make lines, a wide gap on a line parts it (table cells),
-and lines make paragraphs while they keep their column, font size and spacing and the line before
-ran on to the right edge (a line that ends where the next word would have fitted ends its
-paragraph). Each paragraph goes through office.py's path: words of another font (bold, italic,
-another colour) are a span that follows them. The paragraph's text objects are taken off the page
-and the translation is set into the paragraph's box by reportlab, with its alignment and line
-spacing, the font's family (serif, sans, mono), weight and slant, in a smaller size where it is
-longer than the box holds (down to MIN_SCALE); that page goes onto the page as one object.
+its box, font, size and colour; characters make lines, a wide gap or a table's rule parts a line
+into cells, and lines make paragraphs while they keep their column, font size and spacing and the
+line before ran on to the column's edge (a line that ends where the next word would have fitted
+ends its paragraph). Each paragraph goes through office.py's path: words of another font (bold,
+italic, another colour) and superscripts are a span that follows them. The paragraph's text objects
+are taken off the page and reportlab sets the translation into the paragraph's box, with its
+alignment, indents and line spacing and the font's family (serif, sans, mono), weight and slant
+(PDF's standard fonts: Latin script), smaller where it is longer than the box holds (down to
+MIN_SCALE); what reportlab drew goes onto the page as one object.
 
-Kept as written: text PDFium cannot map to characters (math set in TeX's symbol fonts, glyphs
-without a Unicode map), text at an angle, and text inside form objects. A scanned page has no text
-to translate: run OCR first. Needs the `pdf` extra (pypdfium2, reportlab).
+Kept as written: a paragraph with a formula (a math font's glyphs; set anew, it would break), glyphs
+PDFium cannot map to characters, text at an angle, and text inside form objects. A scanned page has
+no text to translate: run OCR first. Needs the `pdf` extra (pypdfium2, reportlab).
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ MAGIC = b"%PDF-"
 MIN_SCALE = 0.6          # the smallest font size a translation is set in, against the source's
 CELL_GAP = 2.0           # a gap on a line wider than this many font sizes parts it (table cells)
 BULLET = re.compile(r"^([•◦▪■►–—\-*]|\d{1,3}[.)]|[a-z][.)]|\(\w{1,3}\))\s")
-SERIF = ("times", "serif", "roman", "georgia", "cambria", "garamond", "minion", "palatino", "book", "cmr", "sfrm", "sfti", "sfbx", "sfsl", "cmti", "cmbx",
-         "lmroman", "charter", "baskerville", "caslon")
+# Words in a font's name that tell its family, weight and slant (TeX's fonts by their short names).
+SERIF = ("times", "serif", "roman", "georgia", "cambria", "garamond", "minion", "palatino", "book", "charter",
+         "baskerville", "caslon", "cmr", "cmti", "cmbx", "sfrm", "sfti", "sfbx", "sfsl")
 MONO = ("courier", "mono", "consol", "code", "cmtt", "sftt", "menlo")
 BOLD = ("bold", "black", "heavy", "demi", "sfbx", "cmbx")
+ITALIC = ("italic", "oblique", "sfti", "cmti")
 # Fonts of formulas (TeX's and others'): a paragraph with a formula is kept, as setting it anew would break it.
 MATH = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "eusm", "eurm", "rsfs", "math", "stmary", "wasy", "esint",
         "txsy", "pxsy", "txex", "pxex")
@@ -77,6 +80,7 @@ class Line:
     bottom: float = field(init=False)
     top: float = field(init=False)
     size: float = field(init=False)
+    baseline: float = field(init=False)
 
     def __post_init__(self):
         boxes = [c.box for c in self.chars if c.text.strip()]
@@ -110,9 +114,9 @@ class PdfParagraph(Paragraph):
             chars = [c for c in line.chars if not (c.generated and c.text in "\r\n")]
             if number and chars:
                 last = self.items[-1][1] if self.items else ""
-                if last.endswith(("-", "\u00ad", "\x02")) and chars[0].text.islower():
+                if last.endswith("\u00ad") or (last.endswith("-") and chars[0].text.islower()):
                     self.items[-1] = ("text", last[:-1], *self.items[-1][2:])      # a word hyphenated at the line end
-                else:
+                elif not last.endswith("-"):                                       # else "E-Mail-\nAdresse"
                     self.add_text(" ", chars[0].style, None)
             for char in chars:
                 self.add_text(char.text, script_of(char, line), None)
@@ -201,7 +205,7 @@ def read_chars(page, textpage) -> list[Char]:
     import pypdfium2.raw as raw
 
     top_level = {handle(obj): n for n, obj in enumerate(text_objects(page))}
-    styles: dict[int, tuple[Style, float]] = {}         # by text object: its style and font size
+    styles: dict[int, tuple[Style, bool, float]] = {}     # by text object: its style, formula or not, size
     chars: list[Char] = []
     for i in range(textpage.count_chars()):
         code = raw.FPDFText_GetUnicode(textpage, i)
@@ -254,7 +258,7 @@ def read_font(textpage, index: int) -> tuple[Style, bool]:
     family = "mono" if any(m in font for m in MONO) or flags.value & 1 else \
         "serif" if any(s in font for s in SERIF) or flags.value & 2 else "sans"
     bold = any(w in font for w in BOLD) or bool(flags.value & FORCE_BOLD)     # PDFium's weights are guesses
-    italic = any(w in font for w in ("italic", "oblique", "sfti", "cmti")) or bool(flags.value & 64)
+    italic = any(w in font for w in ITALIC) or bool(flags.value & 64)
     rgba = [ctypes.c_uint() for _ in range(4)]
     raw.FPDFText_GetFillColor(textpage, index, *(ctypes.byref(c) for c in rgba))
     return (Style(FONTS[family, bold, italic], "#{:02x}{:02x}{:02x}".format(*(c.value for c in rgba[:3]))),

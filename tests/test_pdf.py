@@ -109,3 +109,15 @@ def test_nothing_warns_for_a_plain_page(fixture_translator):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         translate(fixture_translator, pdf(lambda sheet: paragraph(sheet, GERMAN[3], 72, 780, 450)))
+
+
+def test_a_word_hyphenated_at_a_line_end_is_read_whole(fixture_translator):
+    first, rest = GERMAN[3].rsplit(" ", 1)                 # "... das", "Christkind."
+    cut = len(rest) // 2
+
+    def draw(sheet):
+        sheet.setFont("Times-Roman", 11)
+        sheet.drawString(72, 700, f"{first} {rest[:cut]}-")
+        sheet.drawString(72, 686, rest[cut:])
+
+    assert text_of(translate(fixture_translator, pdf(draw))) == ENGLISH[3]
