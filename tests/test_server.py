@@ -359,9 +359,13 @@ def form_data(fields: dict, file: tuple[str, bytes]) -> tuple[bytes, str]:
 def test_translate_file_then_download_it(url):
     """LibreTranslate's file translation: POST /translate_file gives an address, GET there gives the file."""
     from office_files import docx, paragraph, texts
+    from pdf_files import paragraph as pdf_paragraph
+    from pdf_files import pdf, text_of
 
+    page = pdf(lambda sheet: pdf_paragraph(sheet, GERMAN[4], 72, 780, 450))
     for name, data, read in (("brief.docx", docx(paragraph(GERMAN[0]) + paragraph(GERMAN[1])), texts),
-                             ("notiz.txt", f"{GERMAN[2]}\r\n\r\n{GERMAN[3]}".encode(), lambda d: d.decode())):
+                             ("notiz.txt", f"{GERMAN[2]}\r\n\r\n{GERMAN[3]}".encode(), lambda d: d.decode()),
+                             ("scan.pdf", page, text_of)):
         body, kind = form_data({"source": "de", "target": "en"}, (name, data))
         status, answer = call(url, "/translate_file", raw=body, content_type=kind)
         assert status == 200 and answer["translatedFileUrl"].startswith(url + "/download_file/")
@@ -369,7 +373,8 @@ def test_translate_file_then_download_it(url):
         with urllib.request.urlopen(answer["translatedFileUrl"], timeout=60) as response:
             assert name in response.headers["Content-Disposition"]
             got = response.read()
-        expected = [ENGLISH[0], ENGLISH[1]] if name.endswith(".docx") else f"{ENGLISH[2]}\r\n\r\n{ENGLISH[3]}"
+        expected = {"brief.docx": [ENGLISH[0], ENGLISH[1]], "notiz.txt": f"{ENGLISH[2]}\r\n\r\n{ENGLISH[3]}",
+                    "scan.pdf": ENGLISH[4]}[name]
         assert read(got) == expected
     status, settings = call(url, "/frontend/settings")
     assert status == 200 and settings["filesTranslation"] and ".epub" in settings["supportedFilesFormat"]

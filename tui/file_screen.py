@@ -79,8 +79,8 @@ class TranslateFileScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="file-dialog"):
-            yield Label(f"Translate a file, {direction_label(self.direction)}: a document, a book, subtitles, "
-                        f"or text line by line.")
+            yield Label(f"Translate a file, {direction_label(self.direction)}: a document, a PDF, a book, "
+                        f"subtitles, or text line by line.")
             yield Input(placeholder="path/to/file.docx", id="file-source")
             yield Input(placeholder="where its translation goes", id="file-target")
             yield ProgressBar(id="file-progress", show_eta=False)
