@@ -92,6 +92,7 @@ def _model():
 def probabilities(text: str) -> dict[str, float]:
     """The detector's probability for each language code (all 176, summing to about 1)."""
     text = " ".join(text.split())            # fastText reads one line
+    text = text.encode("utf-8", "replace").decode("utf-8")   # and UTF-8: a lone surrogate (from a PDF) is none
     if text.isupper():                       # all capitals read as another language; the model saw few
         text = text.lower()
     global _preloading

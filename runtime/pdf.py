@@ -172,7 +172,7 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
         if "password" in str(e).lower():
             raise TranslationError("the PDF has a password: save it without one first") from None
         raise TranslationError(f"the PDF is damaged: {e}") from None
-    pages = [read_page(pdf[i]) for i in range(len(pdf))]
+    pages = [read_page(pdf, i) for i in range(len(pdf))]
     paragraphs = [p for page in pages for p in page]
     if not any(p.has_words for p in paragraphs) and not any(p.kept for p in paragraphs):
         import warnings
@@ -186,8 +186,16 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
     return out.getvalue()
 
 
-def read_page(page) -> list[PdfParagraph]:
-    """The paragraphs of one page."""
+def read_page(pdf, number: int) -> list[PdfParagraph]:
+    """The paragraphs of one page; none, with a warning, for a page PDFium cannot load (it stays as is)."""
+    import pypdfium2 as pdfium
+
+    try:
+        page = pdf[number]
+    except pdfium.PdfiumError as e:
+        import warnings
+        warnings.warn(f"page {number + 1} cannot be read ({e}); it is kept as it is", stacklevel=4)
+        return []
     textpage = page.get_textpage()
     try:
         chars = read_chars(page, textpage)
@@ -215,12 +223,16 @@ def read_chars(page, textpage) -> list[Char]:
         if address and address not in styles:
             styles[address] = (*read_font(textpage, i), font_size(obj))
         text = "\u00ad" if code == 0xFFFE else chr(code) if code else ""        # PDFium's mark of a hyphen at a line end
+        if 0xDC00 <= code <= 0xDFFF and chars and "\ud800" <= chars[-1].text <= "\udbff":    # a pair's second half
+            chars[-1].text = (chars[-1].text + text).encode("utf-16", "surrogatepass").decode("utf-16")
+            text = ""
         unmapped = raw.FPDFText_HasUnicodeMapError(textpage, i) == 1 or 0xE000 <= code <= 0xF8FF
         angle = raw.FPDFText_GetCharAngle(textpage, i)
         at_angle = angle > 0.01 and abs(angle - 6.283185) > 0.01
         style, math, size = styles[address] if address else (chars[-1].style, False, chars[-1].size) if chars \
             else (Style("Helvetica", "#000000"), False, 10.0)
-        kept = not generated and (unmapped or at_angle or math or (address and address not in top_level))
+        invisible = size < 1                   # a font size of 0: text there only to be searched
+        kept = not generated and (unmapped or at_angle or math or invisible or (address and address not in top_level))
         chars.append(Char(text, textpage.get_charbox(i, loose=False), size, style, top_level.get(address), kept,
                           generated))
     return chars
@@ -343,7 +355,7 @@ def paragraphs_of(lines: list[Line], rules: list) -> list[list[Line]]:
 def column_right(line: Line, lines: list[Line], rules: list) -> float:
     """The right edge of the column `line` is in: the furthest any line of its size starting where it
     starts reaches, short of the first rule or text to its right (the next table cell)."""
-    furthest = max(other.right for other in lines if abs(other.left - line.left) < 3 * line.size
+    furthest = max(other.right for other in lines if other is line or abs(other.left - line.left) < 3 * line.size
                    and abs(other.size - line.size) <= 0.15 * line.size)
     beside = [other.left for other in lines if other.left >= line.right and other.bottom < line.top + line.size
               and other.top > line.bottom - line.size]

@@ -186,3 +186,9 @@ def test_without_the_detector_package_auto_is_a_clear_error(monkeypatch):
             language_id.choose("Guten Morgen", "en", ["de"])
     finally:
         language_id._model.cache_clear()
+
+
+def test_a_lone_surrogate_is_no_error():
+    """A PDF's text can hold half of a surrogate pair; fastText takes UTF-8 only."""
+    probabilities = language_id.probabilities("Ich habe heute keine Zeit \ud83d für dich.")
+    assert max(probabilities, key=probabilities.get) == "de"
