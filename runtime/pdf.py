@@ -164,11 +164,11 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
         raise TranslationError(f"{e.name} is not installed, which PDF files need; install it with: "
                                f"pip install 'mtkit[pdf]'") from None
 
-    if not document.startswith(MAGIC):
-        raise TranslationError("not a PDF file (it does not start with %PDF-)")
     try:
         pdf = pdfium.PdfDocument(document)
     except pdfium.PdfiumError as e:
+        if MAGIC not in document[:1024]:      # readers find the header anywhere in the first 1 KB, or do without
+            raise TranslationError("not a PDF file (no %PDF- header in its first 1 KB)") from None
         if "password" in str(e).lower():
             raise TranslationError("the PDF has a password: save it without one first") from None
         raise TranslationError(f"the PDF is damaged: {e}") from None

@@ -75,7 +75,7 @@ def test_a_page_without_text_comes_back_with_a_warning(fixture_translator):
 
 @pytest.mark.parametrize("document, message", [
     (b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer <<>>\n%%EOF", "the PDF is damaged"),
-    (b"PK\x03\x04 a zip", "not a PDF file"),
+    (b"PK\x03\x04 a zip", "not a PDF file .no %PDF- header in its first 1 KB."),
 ])
 def test_what_is_no_readable_pdf_is_a_clear_error(fixture_translator, document, message):
     with pytest.raises(TranslationError, match=message):
