@@ -21,11 +21,13 @@ no text to translate: run OCR first. Needs the `pdf` extra (pypdfium2, reportlab
 from __future__ import annotations
 
 import ctypes
+import functools
 import io
 import itertools
 import re
 import statistics
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from xml.sax.saxutils import escape
 
 from .errors import TranslationError
@@ -45,6 +47,14 @@ ITALIC = ("italic", "oblique", "sfti", "cmti")
 MATH = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "eusm", "eurm", "rsfs", "math", "stmary", "wasy", "esint",
         "txsy", "pxsy", "txex", "pxex")
 FORCE_BOLD = 1 << 18     # a font descriptor's flag
+# TrueType fonts for a translation with letters the standard fonts lack (Czech, Greek, Cyrillic):
+# family -> its regular, bold, oblique and bold oblique files, each where Linux, macOS or Windows keeps it.
+DEJAVU = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu", "/usr/share/fonts/TTF")
+UNICODE_FONTS = {
+    "DejaVuSans": [[f"{d}/DejaVuSans{v}.ttf" for d in DEJAVU] for v in ("", "-Bold", "-Oblique", "-BoldOblique")],
+    "Arial": [[f"C:/Windows/Fonts/{name}.ttf", f"/Library/Fonts/{name}.ttf",
+               f"/System/Library/Fonts/Supplemental/{name}.ttf"] for name in ("arial", "arialbd", "ariali", "arialbi")],
+}
 FONTS = {("sans", False, False): "Helvetica", ("sans", True, False): "Helvetica-Bold",
          ("sans", False, True): "Helvetica-Oblique", ("sans", True, True): "Helvetica-BoldOblique",
          ("serif", False, False): "Times-Roman", ("serif", True, False): "Times-Bold",
@@ -102,6 +112,7 @@ class PdfParagraph(Paragraph):
         self.lines = lines
         self.kept = any(c.kept for line in lines for c in line.chars)
         self.drawn: str | None = None           # reportlab markup of the translation, once rewritten
+        self.lacking = False                    # its translation needs letters no font found has
         self.left, self.right = min(line.left for line in lines), max(line.right for line in lines)
         self.bottom, self.top = min(line.bottom for line in lines), max(line.top for line in lines)
         self.right_limit = self.right
@@ -126,12 +137,19 @@ class PdfParagraph(Paragraph):
 
     def rewrite(self, translation: str, locale: str) -> None:
         keys = list(self.properties)
+        pieces = [(text, number) for text, number, _ in translated_pieces(translation, 0) if text]
+        words = "".join(text for text, _ in pieces)
+        if words.split() == self.text.split():
+            return          # not translated (another script, the target language already): the page's glyphs stay
+        fonts = fonts_for(words)
+        if fonts is None:
+            self.lacking = True
+            return
         parts = []
-        for text, number, _ in translated_pieces(translation, 0):
-            if text:
-                style = self.properties[keys[number]] if number is not None else self.properties[self.base]
-                text = f'<font name="{style.font}" color="{style.color}">{escape(text)}</font>'
-                parts.append(f"<{style.script}>{text}</{style.script}>" if style.script else text)
+        for text, number in pieces:
+            style = self.properties[keys[number]] if number is not None else self.properties[self.base]
+            text = f'<font name="{fonts[style.font]}" color="{style.color}">{escape(text)}</font>'
+            parts.append(f"<{style.script}>{text}</{style.script}>" if style.script else text)
         self.drawn = "".join(parts).strip()
 
     @property
@@ -179,6 +197,11 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
         warnings.warn("the PDF has no text (a scan?): run OCR on it first; it is written back as it was",
                       stacklevel=3)
     translate_paragraphs(translator, paragraphs, to, options, from_lang, glossary, overrides)
+    if lacking := sum(p.lacking for p in paragraphs):
+        import warnings
+        warnings.warn(f"{lacking} paragraph{'s' * (lacking > 1)} kept as written: the translation has letters "
+                      f"PDF's standard fonts lack, and no {' or '.join(UNICODE_FONTS)} font was found",
+                      stacklevel=3)
     for number, page_paragraphs in enumerate(pages):
         redraw(pdf, number, [p for p in page_paragraphs if p.drawn])
     out = io.BytesIO()
@@ -398,6 +421,36 @@ def redraw(pdf, number: int, paragraphs: list[PdfParagraph]) -> None:
     obj.transform(pdfium.PdfMatrix().translate(left, bottom))
     page.insert_obj(obj)
     page.gen_content()
+
+
+def fonts_for(text: str) -> dict[str, str] | None:
+    """reportlab's names of the fonts to set `text` in, by the standard font each stands for: the
+    standard ones (Latin-1 and a little more), or else a TrueType family with more letters, if one
+    is found (UNICODE_FONTS); None if none is."""
+    try:
+        text.encode("cp1252")               # the standard fonts' encoding (WinAnsi)
+        return {name: name for name in FONTS.values()}
+    except UnicodeEncodeError:
+        return unicode_fonts()
+
+
+@functools.cache
+def unicode_fonts() -> dict[str, str] | None:
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+
+    for family, files in UNICODE_FONTS.items():
+        regular = next((path for path in files[0] if Path(path).is_file()), None)
+        if regular is None:
+            continue
+        names = {}
+        for variant, candidates in zip(("", "-Bold", "-Oblique", "-Bold-Oblique"), files):
+            path = next((p for p in candidates if Path(p).is_file()), regular)
+            pdfmetrics.registerFont(TTFont(family + variant, path))
+            names[variant] = family + variant
+        return {name: names["-Bold" * ("Bold" in name) + "-Oblique" * ("Oblique" in name or "Italic" in name)
+                            or ""] for name in FONTS.values()}
+    return None
 
 
 def set_paragraphs(paragraphs: list[PdfParagraph], mediabox) -> bytes:

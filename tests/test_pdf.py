@@ -121,3 +121,44 @@ def test_a_word_hyphenated_at_a_line_end_is_read_whole(fixture_translator):
         sheet.drawString(72, 686, rest[cut:])
 
     assert text_of(translate(fixture_translator, pdf(draw))) == ENGLISH[3]
+
+
+def test_text_that_needs_no_translation_keeps_its_own_glyphs(fixture_translator):
+    """A paragraph already in the target language comes back as it is, drawn by the page itself."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    source = pdf(lambda sheet: paragraph(sheet, ENGLISH[0], 72, 780, 450))
+    out = fixture_translator.translate_pdf(source, "en", **GREEDY)
+    page = pdfium.PdfDocument(out)[0]
+    assert text_of(out) == ENGLISH[0] and not list(page.get_objects(filter=[raw.FPDF_PAGEOBJ_FORM]))
+
+
+def test_letters_the_standard_fonts_lack_take_a_unicode_font_or_keep_the_paragraph(fixture_translator):
+    """A glossary puts a Czech word into the translation: it is set in DejaVu Sans (or Arial) where one
+    is installed; else the paragraph stays as written, with a warning."""
+    from mtkit.runtime import Glossary
+    from mtkit.runtime.pdf import unicode_fonts
+
+    glossary = Glossary.from_pairs("de", "en", [("Christkind", "Dědeček")])
+    source = pdf(lambda sheet: paragraph(sheet, GERMAN[3], 72, 780, 450))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fixture_translator.translate_pdf(source, "en", from_lang="de", glossary=glossary, **GREEDY)
+    if unicode_fonts() is None:
+        assert text_of(out) == GERMAN[3] and "kept as written" in str(caught[-1].message)
+    else:
+        assert "Dědeček" in text_of(out) and not caught
+        assert fonts_of(out, "Dědeček") <= {"DejaVuSans", "Arial"}
+
+
+def test_without_a_unicode_font_such_a_paragraph_stays_as_written(fixture_translator, monkeypatch):
+    from mtkit.runtime import Glossary, pdf as pdf_module
+
+    monkeypatch.setattr(pdf_module, "unicode_fonts", lambda: None)       # a machine without DejaVu or Arial
+    glossary = Glossary.from_pairs("de", "en", [("Christkind", "Dědeček")])
+    source = pdf(lambda sheet: paragraph(sheet, GERMAN[3], 72, 780, 450) and paragraph(sheet, GERMAN[0], 72, 700, 450))
+    with pytest.warns(UserWarning, match="1 paragraph kept as written: the translation has letters PDF's standard "
+                                         "fonts lack, and no DejaVuSans or Arial font was found"):
+        out = fixture_translator.translate_pdf(source, "en", from_lang="de", glossary=glossary, **GREEDY)
+    assert text_of(out) == f"{GERMAN[3]} {ENGLISH[0]}"
