@@ -47,6 +47,8 @@ ITALIC = ("italic", "oblique", "sfti", "cmti")
 MATH = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "eusm", "eurm", "rsfs", "math", "stmary", "wasy", "esint",
         "txsy", "pxsy", "txex", "pxex")
 FORCE_BOLD = 1 << 18     # a font descriptor's flag
+X_LETTERS = set("acemnorsuvwxz")       # letters as tall as the x-height
+X_HEIGHT = {"Helvetica": 0.523, "Times": 0.448, "Courier": 0.426}    # the standard fonts' (their AFM files)
 # TrueType fonts for a translation with letters the standard fonts lack (Czech, Greek, Cyrillic):
 # family -> its regular, bold, oblique and bold oblique files, each where Linux, macOS or Windows keeps it.
 DEJAVU = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu", "/usr/share/fonts/TTF")
@@ -116,6 +118,8 @@ class PdfParagraph(Paragraph):
         self.left, self.right = min(line.left for line in lines), max(line.right for line in lines)
         self.bottom, self.top = min(line.bottom for line in lines), max(line.top for line in lines)
         self.right_limit = self.right
+        heights = [c.box[3] - c.box[1] for line in lines for c in line.chars if c.text in X_LETTERS]
+        self.x_height = statistics.median(heights) if len(heights) >= 3 else None
         super().__init__(None)
 
     def read_content(self) -> None:
@@ -124,11 +128,13 @@ class PdfParagraph(Paragraph):
         for number, line in enumerate(self.lines):
             chars = [c for c in line.chars if not (c.generated and c.text in "\r\n")]
             if number and chars:
-                last = self.items[-1][1] if self.items else ""
+                last = self.items[-1][1].rstrip() if self.items else ""
                 if last.endswith("\u00ad") or (last.endswith("-") and chars[0].text.islower()):
                     self.items[-1] = ("text", last[:-1], *self.items[-1][2:])      # a word hyphenated at the line end
                 elif not last.endswith("-"):                                       # else "E-Mail-\nAdresse"
-                    self.add_text(" ", chars[0].style, None)
+                    self.items[-1] = ("text", last + " ", *self.items[-1][2:])
+                else:
+                    self.items[-1] = ("text", last, *self.items[-1][2:])
             for char in chars:
                 self.add_text(char.text, script_of(char, line), None)
 
@@ -245,7 +251,8 @@ def read_chars(page, textpage) -> list[Char]:
         address = ctypes.cast(obj, ctypes.c_void_p).value or 0
         if address and address not in styles:
             styles[address] = (*read_font(textpage, i), font_size(obj))
-        text = "\u00ad" if code == 0xFFFE else chr(code) if code else ""        # PDFium's mark of a hyphen at a line end
+        # PDFium's marks of a hyphen at a line end: a soft one (0xFFFE), or one that is part of the word (0x02)
+        text = "\u00ad" if code == 0xFFFE else "-" if code == 2 else chr(code) if code else ""
         if 0xDC00 <= code <= 0xDFFF and chars and "\ud800" <= chars[-1].text <= "\udbff":    # a pair's second half
             chars[-1].text = (chars[-1].text + text).encode("utf-16", "surrogatepass").decode("utf-16")
             text = ""
@@ -400,8 +407,15 @@ def continues(block: list[Line], line: Line, right: float) -> bool:
         return False
     if BULLET.match(line.text):
         return False
-    first_word = line.text.split()[0] if line.text.split() else ""
-    return right - last.right < (len(first_word) + 1) * 0.5 * size       # the next word would not have fitted
+    # The next word would not have fitted: its width, a space, and the margin a table cell keeps from its rule.
+    return right - last.right < first_word_width(line) + 0.75 * size
+
+
+def first_word_width(line: Line) -> float:
+    """How wide the line's first word is drawn."""
+    word = list(itertools.takewhile(lambda c: c.text.strip(), itertools.dropwhile(lambda c: not c.text.strip(),
+                                                                                  line.chars)))
+    return max(c.box[2] for c in word) - line.left if word else 0.0
 
 
 def redraw(pdf, number: int, paragraphs: list[PdfParagraph]) -> None:
@@ -469,6 +483,8 @@ def set_paragraphs(paragraphs: list[PdfParagraph], mediabox) -> bytes:
         size = statistics.median(line.size for line in lines)
         leading = statistics.median(a.baseline - b.baseline for a, b in zip(lines, lines[1:])) if len(lines) > 1 \
             else 1.2 * size
+        if p.x_height:          # letters as tall as the source's: its font may run larger or smaller per point
+            size *= min(max(p.x_height / size / X_HEIGHT[p.style.font.split("-")[0]], 0.85), 1.25)
         width = (p.right_limit if len(lines) == 1 else p.right + 0.5 * size) - p.left
         how = alignment(p)
         indent = lines[1].left - p.left if len(lines) > 1 and how in ("left", "justify") else 0.0
