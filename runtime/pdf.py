@@ -246,6 +246,7 @@ def read_chars(page, textpage) -> list[Char]:
     chars: list[Char] = []
     for i in range(textpage.count_chars()):
         code = raw.FPDFText_GetUnicode(textpage, i)
+        code = code if code <= 0x10FFFF else 0xE000         # no character (a damaged font): kept, as unmapped
         generated = bool(raw.FPDFText_IsGenerated(textpage, i))
         obj = raw.FPDFText_GetTextObject(textpage, i)
         address = ctypes.cast(obj, ctypes.c_void_p).value or 0
