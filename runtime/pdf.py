@@ -13,7 +13,8 @@ alignment, indents and line spacing and the font's family (serif, sans, mono), w
 (PDF's standard fonts: Latin script), smaller where it is longer than the box holds (down to
 MIN_SCALE); what reportlab drew goes onto the page as one object.
 
-Kept as written: a paragraph with a formula (a math font's glyphs; set anew, it would break), glyphs
+Kept as written: code (a paragraph all in a monospaced font), a paragraph with a formula (a math
+font's glyphs; set anew, it would break), glyphs
 PDFium cannot map to characters, text at an angle, and text inside form objects. A scanned page has
 no text to translate: run OCR first. Needs the `pdf` extra (pypdfium2, reportlab).
 """
@@ -39,9 +40,10 @@ CELL_GAP = 2.0           # a gap on a line wider than this many font sizes parts
 BULLET = re.compile(r"^([•◦▪■►–—\-*]|\d{1,3}[.)]|[a-z][.)]|\(\w{1,3}\))\s")
 # Words in a font's name that tell its family, weight and slant (TeX's fonts by their short names).
 SERIF = ("times", "serif", "roman", "georgia", "cambria", "garamond", "minion", "palatino", "book", "charter",
-         "baskerville", "caslon", "cmr", "cmti", "cmbx", "sfrm", "sfti", "sfbx", "sfsl")
+         "baskerville", "caslon", "century", "schoolbook", "utopia", "didot", "bodoni", "constantia", "sabon",
+         "nimbusrom", "termes", "pagella", "palladio", "cmr", "cmti", "cmbx", "sfrm", "sfti", "sfbx", "sfsl")
 MONO = ("courier", "mono", "consol", "code", "cmtt", "sftt", "menlo")
-BOLD = ("bold", "black", "heavy", "demi", "sfbx", "cmbx")
+BOLD = ("bold", "black", "heavy", "demi", "-medi", "sfbx", "cmbx")        # URW's "-Medi" is their bold
 ITALIC = ("italic", "oblique", "sfti", "cmti")
 # Fonts of formulas (TeX's and others'): a paragraph with a formula is kept, as setting it anew would break it.
 MATH = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "eusm", "eurm", "rsfs", "math", "stmary", "wasy", "esint",
@@ -112,7 +114,9 @@ class PdfParagraph(Paragraph):
 
     def __init__(self, lines: list[Line]):
         self.lines = lines
-        self.kept = any(c.kept for line in lines for c in line.chars)
+        letters = [c for line in lines for c in line.chars if c.text.strip()]
+        code = all(c.style.font.startswith("Courier") for c in letters)       # a listing, as HTML's <pre> is kept
+        self.kept = code or any(c.kept for c in letters)
         self.drawn: str | None = None           # reportlab markup of the translation, once rewritten
         self.lacking = False                    # its translation needs letters no font found has
         self.left, self.right = min(line.left for line in lines), max(line.right for line in lines)

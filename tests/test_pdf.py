@@ -162,3 +162,12 @@ def test_without_a_unicode_font_such_a_paragraph_stays_as_written(fixture_transl
                                          "fonts lack, and no DejaVuSans or Arial font was found"):
         out = fixture_translator.translate_pdf(source, "en", from_lang="de", glossary=glossary, **GREEDY)
     assert text_of(out) == f"{GERMAN[3]} {ENGLISH[0]}"
+
+
+def test_code_in_a_monospaced_font_stays_as_written(fixture_translator):
+    def draw(sheet):
+        paragraph(sheet, GERMAN[0], 72, 780, 450)
+        paragraph(sheet, GERMAN[1], 72, 700, 450, font="Courier")
+
+    text = text_of(translate(fixture_translator, pdf(draw)))       # what stays is read first: the page draws it
+    assert text == f"{GERMAN[1]} {ENGLISH[0]}"
