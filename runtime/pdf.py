@@ -399,6 +399,7 @@ def column_right(line: Line, lines: list[Line], rules: list) -> float:
 
 
 def continues(block: list[Line], line: Line, right: float) -> bool:
+    """Whether `line` goes on the paragraph `block`, whose column ends at `right`."""
     last = block[-1]
     size = max(last.size, line.size)
     if abs(line.size - last.size) > 0.15 * size:
