@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from html.parser import HTMLParser
 from .errors import TranslationError
 
 CONTENT_TYPES = "[Content_Types].xml"
+EMBEDDED_WORKBOOK = re.compile(r"(^|/)embeddings/[^/]+\.xlsx$", re.IGNORECASE)
 ZIP = b"PK\x03\x04"
 OLE = b"\xd0\xcf\x11\xe0"           # a .doc or .ppt, or an Office file with a password (both OLE containers)
 SHORT = 3                # words: a paragraph of at most this many is taken to be in the document's language
@@ -57,7 +59,26 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
                 trees[name] = parse_part(name, data)
             fmt.styles[types[name]].relabel(trees[name], locale)
             touched.add(name)
-    return write_package(document, {name: serialize(trees[name]) for name in touched})
+    changed = {name: serialize(trees[name]) for name in touched}
+    changed.update(translate_workbooks(translator, entries, to, options, from_lang, glossary, overrides))
+    return write_package(document, changed)
+
+
+def translate_workbooks(translator, entries: dict[str, bytes], to, options, from_lang: str, glossary,
+                        overrides: dict) -> dict[str, bytes]:
+    """The workbooks embedded in a document (a chart's data, which Word and PowerPoint show and write
+    back into the chart when its data is edited), translated; one that cannot be read stays as it is."""
+    from .sheets import translate_xlsx
+
+    translated = {}
+    for name, data in entries.items():
+        if EMBEDDED_WORKBOOK.search(name):
+            try:
+                translated[name] = translate_xlsx(translator, data, to, options, from_lang=from_lang,
+                                                  glossary=glossary, **overrides)
+            except TranslationError:
+                pass
+    return translated
 
 
 def translate_paragraphs(translator, paragraphs: list, to, options, from_lang: str, glossary, overrides: dict) -> str:

@@ -223,3 +223,18 @@ def test_a_forms_fields_are_translated_inside_their_controls(fixture_translator)
         assert sdt.find(f"{{{W}}}sdtPr/{{{W}}}tag").get(f"{{{W}}}val") == "field"
         words_in = "".join(t.text for t in sdt.iter(f"{{{W}}}t"))
         assert words_in == content if content else words_in.strip() and words_in in ENGLISH[7]
+
+
+def test_a_charts_embedded_workbook_is_translated_too(fixture_translator):
+    """Word writes a chart's embedded data back into the chart when it is edited: it is translated
+    as the chart is."""
+    from office_files import cell_texts, xlsx, zipped
+
+    workbook = xlsx([f"<t>{GERMAN[1]}</t>"], '<c r="A1" t="s"><v>0</v></c>')
+    with zipfile.ZipFile(io.BytesIO(docx(paragraph(GERMAN[0])))) as z:
+        package = {name: z.read(name) for name in z.namelist()}
+    package["word/embeddings/Microsoft_Excel_Sheet1.xlsx"] = workbook
+    package["word/embeddings/broken.xlsx"] = b"not a zip"
+    out = entries(translate(fixture_translator, zipped(package)))
+    assert cell_texts(out["word/embeddings/Microsoft_Excel_Sheet1.xlsx"]) == [ENGLISH[1]]
+    assert out["word/embeddings/broken.xlsx"] == b"not a zip"
