@@ -13,8 +13,9 @@ shows as they are: each is translated as a paragraph of plain text.
 from __future__ import annotations
 
 import copy
+import re
 
-from .office import Paragraph, other_language, words_of
+from .office import AttributeText, Paragraph, other_language, words_of
 
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
@@ -30,6 +31,8 @@ def c(tag: str) -> str:
 
 
 LABELLED = (a("rPr"), a("endParaRPr"), a("defRPr"))     # where a language mark (lang="de-DE") sits
+# A file's name or path, which some tools write as a picture's description: "logo.gif", "D:\\My Pictures\\a.png"
+FILE_NAME = re.compile(r"^(?:\S+|[A-Za-z]:\\.*|/.*|\w+://.*)\.[A-Za-z0-9]{2,5}$")
 
 
 class DrawingParagraph(Paragraph):
@@ -79,6 +82,20 @@ class ChartValue(Paragraph):
 
     def rewrite(self, translation: str, locale: str) -> None:
         self.element.find(c("v")).text = words_of(translation)
+
+
+class PictureDescription(AttributeText):
+    """A picture's or shape's description for those who cannot see it (its alt text: descr), in Word
+    (wp:docPr), PowerPoint (p:cNvPr), Excel (xdr:cNvPr) and in the picture itself (pic:cNvPr)."""
+
+    TAGS = tuple(f"{{http://schemas.openxmlformats.org/{namespace}}}{tag}" for namespace, tag in (
+        ("drawingml/2006/wordprocessingDrawing", "docPr"), ("presentationml/2006/main", "cNvPr"),
+        ("drawingml/2006/spreadsheetDrawing", "cNvPr"), ("drawingml/2006/picture", "cNvPr")))
+    ATTRIBUTE = "descr"
+
+    def read_content(self) -> None:
+        if not FILE_NAME.match(self.element.get(self.ATTRIBUTE) or ""):     # what some tools write there
+            super().read_content()
 
 
 # Parts of DrawingML text in any Office file, and the classes that read them: charts' titles and labels,

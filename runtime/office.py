@@ -335,6 +335,22 @@ def translated_pieces(translation: str, objects: int) -> list[tuple]:
     return reader.pieces
 
 
+class AttributeText(Paragraph):
+    """Text an element holds in an attribute (a picture's description, a list's item), translated as a
+    paragraph of plain text whose line breaks stay. A subclass names the elements (TAGS) and the
+    attribute (ATTRIBUTE)."""
+
+    ATTRIBUTE = ""
+
+    def read_content(self) -> None:
+        self.add_characters(self.element.get(self.ATTRIBUTE) or "", None, None, "line-break", {"\n": "br"})
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        pieces = translated_pieces(translation, len(self.items))
+        self.element.set(self.ATTRIBUTE, "".join(self.items[number][1][1].text if text is None else text
+                                                 for text, number, _ in pieces).strip(" "))
+
+
 def words_of(translation: str) -> str:
     """The words of what `Paragraph.fragment` became, without its markup."""
     return "".join(text for text, *_ in translated_pieces(translation, 0) if text is not None)

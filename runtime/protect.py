@@ -44,9 +44,10 @@ PROTECTED = re.compile("|".join([
     # file paths: C:\Users\Public, ~/.config/app, ./run.sh, /usr/local/bin (not "km/h" or "and/or")
     r"\b[A-Za-z]:\\[^\s\"'<>|]*[^\s\"'<>|.,;:!?)\]]",
     r"(?<![^\s(\"'\[])(?:(?:~|\.{1,2})/[\w.-]+|/[\w.-]+/[\w.-]+)(?:/[\w.-]+)*(?<!\.)/?",
-    # identifiers: a word with an underscore is code (snake_case, MAX_SIZE, value_axis.crosses), never
-    # prose; "#PRS_ORG#", a test set's anonymized name, the model copies itself
-    r"(?<![\w.#])[A-Za-z_]\w*_\w*(?:\.[A-Za-z_]\w*)*",
+    # identifiers: a word with an underscore is code (snake_case, MAX_SIZE, value_axis.crosses) or a
+    # name (a photo's 2917126077_4faf7a30b7), never prose; "#PRS_ORG#", a test set's anonymized name, the
+    # model copies itself
+    r"(?<![\w.#])\w*_\w*(?:\.[A-Za-z_]\w*)*",
 ]))
 LIST_GAP = re.compile(r"[\s,;]*")           # between protected spans that make one list
 # Numbers are left to the model (it reads "am 3. Mai" better than a placeholder) and repaired after.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 
-from .drawingml import DRAWINGS, DrawingParagraph
+from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
 from .office import Format, Paragraph, translate_package
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -70,7 +70,7 @@ MAIN = frozenset({SML + "sheet.main+xml", SML + "template.main+xml", MACROS + "s
 XLSX = Format(
     name="an Excel workbook", suffix=".xlsx", old="Excel .xls", main=MAIN,
     parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "worksheet+xml", SML + "comments+xml"}, (CellText,)),
-           **DRAWINGS, DRAWING: (DrawingParagraph,)})
+           **DRAWINGS, DRAWING: (DrawingParagraph, PictureDescription)})
 
 
 def translate_xlsx(translator, document: bytes, to=None, options=None, **settings) -> bytes:

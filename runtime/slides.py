@@ -8,7 +8,7 @@ runs, follow the translation.
 
 from __future__ import annotations
 
-from .drawingml import DRAWINGS, DrawingParagraph
+from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
 from .office import Format, translate_package
 
 PML = "application/vnd.openxmlformats-officedocument.presentationml."
@@ -18,7 +18,8 @@ MAIN = frozenset({PML + "presentation.main+xml", PML + "slideshow.main+xml", PML
                   MACROS + "template.macroEnabled.main+xml"})
 PPTX = Format(
     name="a PowerPoint presentation", suffix=".pptx", old="PowerPoint .ppt", main=MAIN,
-    parts={**dict.fromkeys({PML + "slide+xml", PML + "notesSlide+xml"}, (DrawingParagraph,)), **DRAWINGS},
+    parts={**dict.fromkeys({PML + "slide+xml", PML + "notesSlide+xml"}, (DrawingParagraph, PictureDescription)),
+           **DRAWINGS},
     styles=dict.fromkeys({*MAIN, PML + "slideMaster+xml", PML + "slideLayout+xml", PML + "notesMaster+xml"},
                          DrawingParagraph))
 

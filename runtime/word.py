@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 
-from .drawingml import DRAWINGS
-from .office import Format, Paragraph, other_language, translate_package
+from .drawingml import DRAWINGS, PictureDescription
+from .office import AttributeText, Format, Paragraph, other_language, translate_package
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
@@ -42,6 +42,7 @@ class WordParagraph(Paragraph):
         self.tracked = any(child.tag in TRACKED for child in element.iter())
         self._field: list | None = None                 # the runs of an open complex field
         self._depth = 0
+        self.wrapped: set = set()                       # controls whose properties a rewrite has moved
         super().__init__(element)
 
     def read(self, child, link) -> None:
@@ -91,7 +92,12 @@ class WordParagraph(Paragraph):
         if source.tag != w("sdt"):
             return super().wrap(source)
         control = source.makeelement(source.tag, dict(source.attrib))
-        control.extend(copy.deepcopy(part) for part in source if part.tag != w("sdtContent"))
+        properties = [part for part in source if part.tag != w("sdtContent")]
+        # Moved the first time, so that what reads them (a list's items) writes into the document; copied after.
+        if source in self.wrapped:
+            properties = [copy.deepcopy(part) for part in properties]
+        control.extend(properties)
+        self.wrapped.add(source)
         content = control.makeelement(w("sdtContent"), {})
         control.append(content)
         return control, content
@@ -121,6 +127,12 @@ class WordParagraph(Paragraph):
                 lang.set(w("val"), locale)
 
 
+class ListItem(AttributeText):
+    """An item of a form's drop-down list or combo box, as the list shows it (its value stays)."""
+
+    TAGS, ATTRIBUTE = (w("listItem"),), w("displayText")
+
+
 def _wrapped(element) -> list | None:
     """The children of a hyperlink, or of a content control (a form's field, w:sdt), that hold its runs;
     None for other elements, and for a control whose text is not to be translated: one bound to the
@@ -147,7 +159,8 @@ MAIN = frozenset({WORDML + "document.main+xml", WORDML + "template.main+xml", MA
 DOCX = Format(
     name="a Word document", suffix=".docx", old="Word .doc", main=MAIN,
     parts={**dict.fromkeys(MAIN | {WORDML + kind + "+xml" for kind in ("header", "footer", "footnotes", "endnotes",
-                                                                         "comments")}, (WordParagraph,)),
+                                                                         "comments")},
+                           (WordParagraph, ListItem, PictureDescription)),
            **DRAWINGS},
     styles={WORDML + "styles+xml": WordParagraph})
 

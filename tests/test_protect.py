@@ -39,6 +39,7 @@ def fake_model(text: str) -> str:
      "https://graph.microsoft.com/v1.0/groups/{id}", "./run.sh", "/usr/local/bin"]),
     ("Setze value_axis.crosses auf XL_AXIS_CROSSES.MAXIMUM und rufe __init__ in !INCLUDE[prod_short] auf",
      ["value_axis.crosses", "XL_AXIS_CROSSES.MAXIMUM", "__init__", "prod_short"]),      # identifiers: code
+    ("Foto 2917126077_4faf7a30b7 von IMG_0042", ["2917126077_4faf7a30b7", "IMG_0042"]),       # and names
 ])
 def test_protected_spans_come_back_verbatim_and_in_order(source, kept):
     masked = mask(source, lacks)

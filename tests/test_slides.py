@@ -87,3 +87,19 @@ def test_cli_translates_a_pptx_file_and_refuses_a_docx(model, tmp_path, capsys):
     (tmp_path / "brief.docx").write_bytes(docx(paragraph(GERMAN[0])))
     code, _, err = cli(capsys, "--pptx", "-i", str(tmp_path / "brief.docx"), "-o", str(tmp_path / "x.pptx"))
     assert code == 1 and "not a PowerPoint presentation" in err and not (tmp_path / "x.pptx").exists()
+
+
+def test_a_pictures_description_is_translated(fixture_translator):
+    picture = (f'<p:pic><p:nvPicPr><p:cNvPr id="4" name="Bild 3" descr="{GERMAN[2]}"/><p:cNvPicPr/><p:nvPr/>'
+               '</p:nvPicPr></p:pic>')
+    tree = part(translate(fixture_translator, pptx(shape(slide_paragraph(slide_run(GERMAN[0]))) + picture)))
+    described = tree.find(".//{http://schemas.openxmlformats.org/presentationml/2006/main}cNvPr[@name='Bild 3']")
+    assert described.get("descr") == ENGLISH[2]
+
+
+def test_a_file_name_in_a_description_stays(fixture_translator):
+    picture = ('<p:pic><p:nvPicPr><p:cNvPr id="4" name="Bild 3" descr="sonnen-untergang.jpg"/><p:cNvPicPr/><p:nvPr/>'
+               '</p:nvPicPr></p:pic>')
+    tree = part(translate(fixture_translator, pptx(shape(slide_paragraph(slide_run(GERMAN[0]))) + picture)))
+    described = tree.find(".//{http://schemas.openxmlformats.org/presentationml/2006/main}cNvPr[@name='Bild 3']")
+    assert described.get("descr") == "sonnen-untergang.jpg"

@@ -238,3 +238,18 @@ def test_a_charts_embedded_workbook_is_translated_too(fixture_translator):
     out = entries(translate(fixture_translator, zipped(package)))
     assert cell_texts(out["word/embeddings/Microsoft_Excel_Sheet1.xlsx"]) == [ENGLISH[1]]
     assert out["word/embeddings/broken.xlsx"] == b"not a zip"
+
+
+def test_a_pictures_description_and_a_drop_down_lists_items_are_translated(fixture_translator):
+    """Alt text is what a screen reader says for a picture; a list's items are what its field can show."""
+    drop_down = ('<w:dropDownList><w:listItem w:displayText="{0}" w:value="a"/><w:listItem w:displayText="{1}" '
+                 'w:value="b"/></w:dropDownList>').format(GERMAN[3], GERMAN[4])
+    picture = (f'<w:r><w:drawing><wp:inline xmlns:wp="{WP}"><wp:docPr id="1" name="Bild 1" '
+               f'descr="{GERMAN[2]}&#xA;&#xA;{GERMAN[5]}"/></wp:inline></w:drawing></w:r>')
+    body = paragraph(picture) + paragraph(control(run(GERMAN[3]), drop_down))
+    tree = part(translate(fixture_translator, docx(body)))
+    [described] = tree.iter(f"{{{WP}}}docPr")
+    assert described.get("descr") == f"{ENGLISH[2]}\n\n{ENGLISH[5]}" and described.get("name") == "Bild 1"
+    assert [item.get(f"{{{W}}}displayText") for item in tree.iter(f"{{{W}}}listItem")] == [ENGLISH[3], ENGLISH[4]]
+    assert [item.get(f"{{{W}}}value") for item in tree.iter(f"{{{W}}}listItem")] == ["a", "b"]
+    assert texts(translate(fixture_translator, docx(body)))[1] == ENGLISH[3]
