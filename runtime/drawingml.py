@@ -93,9 +93,9 @@ class PictureDescription(AttributeText):
         ("drawingml/2006/spreadsheetDrawing", "cNvPr"), ("drawingml/2006/picture", "cNvPr")))
     ATTRIBUTE = "descr"
 
-    def read_content(self) -> None:
-        if not FILE_NAME.match(self.element.get(self.ATTRIBUTE) or ""):     # what some tools write there
-            super().read_content()
+    def read_attribute(self, element) -> str:
+        description = super().read_attribute(element)
+        return "" if FILE_NAME.match(description) else description         # what some tools write there
 
 
 # Parts of DrawingML text in any Office file, and the classes that read them: charts' titles and labels,

@@ -335,20 +335,41 @@ def translated_pieces(translation: str, objects: int) -> list[tuple]:
     return reader.pieces
 
 
-class AttributeText(Paragraph):
-    """Text an element holds in an attribute (a picture's description, a list's item), translated as a
-    paragraph of plain text whose line breaks stay. A subclass names the elements (TAGS) and the
-    attribute (ATTRIBUTE)."""
+class PlainText(Paragraph):
+    """A paragraph of plain text, `source`, whose line breaks stay; its translation in `translated`."""
 
-    ATTRIBUTE = ""
+    def __init__(self, element, source: str):
+        self.source, self.translated = source, None
+        super().__init__(element)
 
     def read_content(self) -> None:
-        self.add_characters(self.element.get(self.ATTRIBUTE) or "", None, None, "line-break", {"\n": "br"})
+        for number, line in enumerate(self.source.split("\n")):
+            if number:
+                self.items.append(("object", "\n", "br", None))
+            if line:
+                self.add_text(line, None, None)
 
     def rewrite(self, translation: str, locale: str) -> None:
         pieces = translated_pieces(translation, len(self.items))
-        self.element.set(self.ATTRIBUTE, "".join(self.items[number][1][1].text if text is None else text
-                                                 for text, number, _ in pieces).strip(" "))
+        self.translated = "".join(self.items[number][1] if text is None else text
+                                  for text, number, _ in pieces).strip(" ")
+
+
+class AttributeText(PlainText):
+    """Text an element holds in an attribute (a picture's description, a list's item). A subclass names
+    the elements (TAGS) and the attribute (ATTRIBUTE)."""
+
+    ATTRIBUTE = ""
+
+    def __init__(self, element):
+        super().__init__(element, self.read_attribute(element))
+
+    def read_attribute(self, element) -> str:
+        return element.get(self.ATTRIBUTE) or ""
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        super().rewrite(translation, locale)
+        self.element.set(self.ATTRIBUTE, self.translated)
 
 
 def words_of(translation: str) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from .errors import TranslationError
-from .office import Paragraph, translate_paragraphs, translated_pieces
+from .office import Paragraph, PlainText, translate_paragraphs, translated_pieces
 
 MAGIC = b"%PDF-"
 MIN_SCALE = 0.6          # the smallest font size a translation is set in, against the source's
@@ -49,6 +49,9 @@ ITALIC = ("italic", "oblique", "sfti", "cmti")
 MATH = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "eusm", "eurm", "rsfs", "math", "stmary", "wasy", "esint",
         "txsy", "pxsy", "txex", "pxex")
 FORCE_BOLD = 1 << 18     # a font descriptor's flag
+# Notes whose text a viewer shows in a pop-up as it is written (their FPDF_ANNOT_ names).
+SHOWN_AS_IS = ("TEXT", "LINE", "SQUARE", "CIRCLE", "POLYGON", "POLYLINE", "HIGHLIGHT", "UNDERLINE", "SQUIGGLY",
+               "STRIKEOUT", "STAMP", "CARET", "INK", "FILEATTACHMENT")
 X_LETTERS = set("acemnorsuvwxz")       # letters as tall as the x-height
 X_HEIGHT = {"Helvetica": 0.523, "Times": 0.448, "Courier": 0.426}    # the standard fonts' (their AFM files)
 # TrueType fonts for a translation with letters the standard fonts lack (Czech, Greek, Cyrillic):
@@ -201,12 +204,14 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
             raise TranslationError("the PDF has a password: save it without one first") from None
         raise TranslationError(f"the PDF is damaged: {e}") from None
     pages = [read_page(pdf, i) for i in range(len(pdf))]
+    comments = [read_comments(pdf, i) for i in range(len(pdf))]
     paragraphs = [p for page in pages for p in page]
     if not any(p.has_words for p in paragraphs) and not any(p.kept for p in paragraphs):
         import warnings
         warnings.warn("the PDF has no text (a scan?): run OCR on it first; it is written back as it was",
                       stacklevel=3)
-    translate_paragraphs(translator, paragraphs, to, options, from_lang, glossary, overrides)
+    translate_paragraphs(translator, [*paragraphs, *(c for page in comments for c in page)], to, options, from_lang,
+                         glossary, overrides)
     if lacking := sum(p.lacking for p in paragraphs):
         import warnings
         warnings.warn(f"{lacking} paragraph{'s' * (lacking > 1)} kept as written: the translation has letters "
@@ -214,6 +219,7 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
                       stacklevel=3)
     for number, page_paragraphs in enumerate(pages):
         redraw(pdf, number, [p for p in page_paragraphs if p.drawn])
+        write_comments(pdf, number, [c for c in comments[number] if c.translated is not None])
     out = io.BytesIO()
     pdf.save(out)
     return out.getvalue()
@@ -240,6 +246,49 @@ def read_page(pdf, number: int) -> list[PdfParagraph]:
     for p in paragraphs:            # how far a translation on one line may run
         p.right_limit = max(p.right, column_right(p.lines[0], lines, rules))
     return paragraphs
+
+
+class Comment(PlainText):
+    """A note's text (an annotation's Contents: a sticky note, a highlight's comment), which a viewer
+    shows in a pop-up; `element` is the annotation's index on its page."""
+
+
+def read_comments(pdf, number: int) -> list[Comment]:
+    """The notes on one page whose text a viewer shows as it is (not a FreeText note, whose page
+    appearance would keep the source's words, nor a link or a form's field)."""
+    import pypdfium2.raw as raw
+
+    try:
+        page = pdf[number]
+    except Exception:                    # said by read_page
+        return []
+    comments, shown = [], {getattr(raw, f"FPDF_ANNOT_{name}") for name in SHOWN_AS_IS}
+    for index in range(raw.FPDFPage_GetAnnotCount(page)):
+        annotation = raw.FPDFPage_GetAnnot(page, index)
+        try:
+            if raw.FPDFAnnot_GetSubtype(annotation) in shown:
+                size = raw.FPDFAnnot_GetStringValue(annotation, b"Contents", None, 0)
+                text = ctypes.create_string_buffer(size)
+                raw.FPDFAnnot_GetStringValue(annotation, b"Contents", ctypes.cast(text, ctypes.POINTER(ctypes.c_ushort)),
+                                             size)
+                if (contents := text.raw[:max(size - 2, 0)].decode("utf-16-le", "replace").replace("\r", "\n")).strip():
+                    comments.append(Comment(index, contents))
+        finally:
+            raw.FPDFPage_CloseAnnot(annotation)
+    return comments
+
+
+def write_comments(pdf, number: int, comments: list[Comment]) -> None:
+    import pypdfium2.raw as raw
+
+    if not comments:
+        return
+    page = pdf[number]
+    for comment in comments:
+        annotation = raw.FPDFPage_GetAnnot(page, comment.element)
+        text = ctypes.create_string_buffer((comment.translated + "\0").encode("utf-16-le"))
+        raw.FPDFAnnot_SetStringValue(annotation, b"Contents", ctypes.cast(text, ctypes.POINTER(ctypes.c_ushort)))
+        raw.FPDFPage_CloseAnnot(annotation)
 
 
 def read_chars(page, textpage) -> list[Char]:

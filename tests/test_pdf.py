@@ -5,6 +5,7 @@ be translated must come back."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import warnings
 
@@ -171,3 +172,22 @@ def test_code_in_a_monospaced_font_stays_as_written(fixture_translator):
 
     text = text_of(translate(fixture_translator, pdf(draw)))       # what stays is read first: the page draws it
     assert text == f"{GERMAN[1]} {ENGLISH[0]}"
+
+
+def test_a_notes_text_is_translated(fixture_translator):
+    """A sticky note's text, shown in a pop-up, is translated; the page's text as before."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    def draw(sheet):
+        paragraph(sheet, GERMAN[0], 72, 780, 450)
+        sheet.textAnnotation(f"{GERMAN[1]}\n{GERMAN[2]}", Rect=(72, 600, 100, 630))
+
+    out = translate(fixture_translator, pdf(draw))
+    page = pdfium.PdfDocument(out)[0]
+    annotation = raw.FPDFPage_GetAnnot(page, 0)
+    size = raw.FPDFAnnot_GetStringValue(annotation, b"Contents", None, 0)
+    buffer = ctypes.create_string_buffer(size)
+    raw.FPDFAnnot_GetStringValue(annotation, b"Contents", ctypes.cast(buffer, ctypes.POINTER(ctypes.c_ushort)), size)
+    raw.FPDFPage_CloseAnnot(annotation)
+    assert buffer.raw[:size - 2].decode("utf-16-le") == f"{ENGLISH[1]}\n{ENGLISH[2]}" and text_of(out) == ENGLISH[0]
