@@ -134,14 +134,13 @@ class PdfParagraph(Paragraph):
             return
         for number, line in enumerate(self.lines):
             chars = [c for c in line.chars if not (c.generated and c.text in "\r\n")]
-            if number and chars:
-                last = self.items[-1][1].rstrip() if self.items else ""
+            if number and chars and self.items:         # the line before ends: one space, or a word goes on
+                last = self.items[-1][1].rstrip()
                 if last.endswith("\u00ad") or (last.endswith("-") and chars[0].text.islower()):
-                    self.items[-1] = ("text", last[:-1], *self.items[-1][2:])      # a word hyphenated at the line end
-                elif not last.endswith("-"):                                       # else "E-Mail-\nAdresse"
-                    self.items[-1] = ("text", last + " ", *self.items[-1][2:])
-                else:
-                    self.items[-1] = ("text", last, *self.items[-1][2:])
+                    last = last[:-1]                    # a word hyphenated at the line's end
+                elif not last.endswith("-"):            # "E-Mail-" goes on as "E-Mail-Adresse"
+                    last += " "
+                self.items[-1] = ("text", last, *self.items[-1][2:])
             for char in chars:
                 self.add_text(char.text, script_of(char, line), None)
 
