@@ -17,8 +17,9 @@ from mtkit.runtime.cli_support import CommandError, command, require
 @model_options
 def main(model: str | None, from_lang: str | None, to: str | None, provider: str, variant: str,
          threads: int | None) -> None:
-    """Translate interactively in the terminal: live as you type, fully offline. --from and --to set the
-    direction it starts in; the direction control in the app changes it."""
+    """Translate interactively in the terminal: live as you type, fully offline; ctrl+t translates a whole
+    file (a document, a PDF, a book, subtitles). --from and --to set the direction it starts in; the
+    direction control in the app changes it."""
     require("onnxruntime")          # one line naming the extra, before the terminal check
     if not (sys.stdin.isatty() and sys.stdout.isatty()):     # a full-screen app on a pipe never ends
         raise click.UsageError("mt-tui needs an interactive terminal; for files and pipes use mt-translate")
