@@ -17,9 +17,18 @@ METHODS = {
     ".odt": "translate_opendocument", ".odp": "translate_opendocument", ".ods": "translate_opendocument",
     ".pdf": "translate_pdf",
 }
+# The methods that need an extra's modules: without them, their kind is not offered (mt-serve's settings).
+NEEDS = {"translate_pdf": ("pypdfium2", "reportlab")}
 # The methods that take and give bytes; the others take and give str.
 BYTES = {"translate_docx", "translate_pptx", "translate_xlsx", "translate_opendocument", "translate_epub",
          "translate_pdf"}
+
+
+def supported() -> list[str]:
+    """The kinds of file this installation translates: each in METHODS whose extra is installed."""
+    import importlib.util
+    return [kind for kind, method in METHODS.items()
+            if all(importlib.util.find_spec(module) for module in NEEDS.get(method, ()))]
 
 
 def suffix(name: str) -> str:

@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from . import language_id
 from .decode_options import DecodeOptions
-from .documents import METHODS, translate_file
+from .documents import supported, translate_file
 from .errors import TranslationError
 from .markup import translate_fragments
 from .translator import prefixes_for
@@ -133,7 +133,7 @@ class Service:
 
     def settings(self) -> dict:
         return {"charLimit": self.char_limit, "filesTranslation": True, "fileLimitBytes": self.file_limit,
-                "supportedFilesFormat": list(METHODS), "apiKeys": False, "keyRequired": False, "suggestions": False}
+                "supportedFilesFormat": supported(), "apiKeys": False, "keyRequired": False, "suggestions": False}
 
     def translate_file(self, params: dict) -> dict:
         """The file in `params` translated and kept for download; its path in the answer."""

@@ -191,3 +191,11 @@ def test_a_notes_text_is_translated(fixture_translator):
     raw.FPDFAnnot_GetStringValue(annotation, b"Contents", ctypes.cast(buffer, ctypes.POINTER(ctypes.c_ushort)), size)
     raw.FPDFPage_CloseAnnot(annotation)
     assert buffer.raw[:size - 2].decode("utf-16-le") == f"{ENGLISH[1]}\n{ENGLISH[2]}" and text_of(out) == ENGLISH[0]
+
+
+def test_pdf_is_offered_only_where_its_extra_is_installed(monkeypatch):
+    from mtkit.runtime import documents
+
+    assert ".pdf" in documents.supported() and ".docx" in documents.supported()
+    monkeypatch.setitem(documents.NEEDS, "translate_pdf", ("no_such_module_here",))
+    assert ".pdf" not in documents.supported() and ".docx" in documents.supported()
