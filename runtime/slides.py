@@ -1,25 +1,41 @@
 """PowerPoint presentations in, presentations out (`mt-translate --pptx`, `Translator.translate_pptx`).
 
 The paragraphs (a:p, drawingml.py) of the slides' text boxes, shapes, placeholders, tables, charts
-and SmartArt, and of the speaker notes, are translated as office.py says. Slide masters and layouts
-keep their text (the prompts of empty placeholders), but their language marks, like those of the
-runs, follow the translation.
+and SmartArt, of the speaker notes and of the comments (a:p in PowerPoint 365's, plain text in
+earlier ones'), are translated as office.py says. Slide masters and layouts keep their text (the
+prompts of empty placeholders), but their language marks, like those of the runs, follow the
+translation.
 """
 
 from __future__ import annotations
 
 from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
-from .office import Format, translate_package
+from .office import Format, PlainText, translate_package
 
 PML = "application/vnd.openxmlformats-officedocument.presentationml."
 MACROS = "application/vnd.ms-powerpoint."      # .pptm and .potm
 MAIN = frozenset({PML + "presentation.main+xml", PML + "slideshow.main+xml", PML + "template.main+xml",
                   MACROS + "presentation.macroEnabled.main+xml", MACROS + "slideshow.macroEnabled.main+xml",
                   MACROS + "template.macroEnabled.main+xml"})
+
+
+class CommentText(PlainText):
+    """An earlier PowerPoint's comment: the plain text of a p:text."""
+
+    TAGS = ("{http://schemas.openxmlformats.org/presentationml/2006/main}text",)
+
+    def __init__(self, element):
+        super().__init__(element, element.text or "")
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        super().rewrite(translation, locale)
+        self.element.text = self.translated
+
+
 PPTX = Format(
     name="a PowerPoint presentation", suffix=".pptx", old="PowerPoint .ppt", main=MAIN,
     parts={**dict.fromkeys({PML + "slide+xml", PML + "notesSlide+xml"}, (DrawingParagraph, PictureDescription)),
-           **DRAWINGS},
+           PML + "comments+xml": (CommentText,), MACROS + "comments+xml": (DrawingParagraph,), **DRAWINGS},
     styles=dict.fromkeys({*MAIN, PML + "slideMaster+xml", PML + "slideLayout+xml", PML + "notesMaster+xml"},
                          DrawingParagraph))
 

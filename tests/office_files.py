@@ -95,9 +95,10 @@ SLIDE_NAMESPACES = (f'xmlns:a="{A}" xmlns:r="http://schemas.openxmlformats.org/o
                     'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"')
 
 
-def pptx(*slides: str, notes: str | None = None, lang: str = "de-DE") -> bytes:
-    """A .pptx whose slides hold the given shapes (p:sp, p:graphicFrame, ... as XML), and notes for the
-    first slide if given. Only what runtime/slides.py reads: no master, layout or theme."""
+def pptx(*slides: str, notes: str | None = None, lang: str = "de-DE", extra: dict | None = None) -> bytes:
+    """A .pptx whose slides hold the given shapes (p:sp, p:graphicFrame, ... as XML), notes for the first
+    slide and `extra` parts ({name: (content type, XML)}) if given. Only what runtime/slides.py reads: no
+    master, layout or theme."""
     overrides = [("/ppt/presentation.xml", f"{PML}.presentation.main+xml")]
     parts = {"ppt/presentation.xml": f'<p:presentation {SLIDE_NAMESPACES}><p:defaultTextStyle><a:lvl1pPr>'
                                      f'<a:defRPr lang="{lang}"/></a:lvl1pPr></p:defaultTextStyle></p:presentation>',
@@ -110,6 +111,9 @@ def pptx(*slides: str, notes: str | None = None, lang: str = "de-DE") -> bytes:
         overrides.append(("/ppt/notesSlides/notesSlide1.xml", f"{PML}.notesSlide+xml"))
         parts["ppt/notesSlides/notesSlide1.xml"] = (f"<p:notes {SLIDE_NAMESPACES}><p:cSld><p:spTree>{notes}"
                                                     "</p:spTree></p:cSld></p:notes>")
+    for name, (kind, xml) in (extra or {}).items():
+        overrides.append((f"/{name}", kind))
+        parts[name] = xml
     content_types = ('<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
                      '<Default Extension="xml" ContentType="application/xml"/>'
                      '<Default Extension="png" ContentType="image/png"/>'

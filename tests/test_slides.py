@@ -103,3 +103,21 @@ def test_a_file_name_in_a_description_stays(fixture_translator):
     tree = part(translate(fixture_translator, pptx(shape(slide_paragraph(slide_run(GERMAN[0]))) + picture)))
     described = tree.find(".//{http://schemas.openxmlformats.org/presentationml/2006/main}cNvPr[@name='Bild 3']")
     assert described.get("descr") == "sonnen-untergang.jpg"
+
+
+def test_comments_old_and_new_are_translated(fixture_translator):
+    """PowerPoint 365's comments are DrawingML paragraphs; earlier ones' are plain text."""
+    from office_files import SLIDE_NAMESPACES
+
+    p188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"
+    legacy = (f'<p:cmLst {SLIDE_NAMESPACES}><p:cm authorId="0" idx="1"><p:pos x="10" y="10"/><p:text>{GERMAN[1]}'
+              '</p:text></p:cm></p:cmLst>')
+    modern = (f'<p188:cmLst xmlns:p188="{p188}" {SLIDE_NAMESPACES}><p188:cm id="{{1}}" authorId="{{2}}">'
+              f'<p188:txBody><a:bodyPr/>{slide_paragraph(slide_run(GERMAN[2]))}</p188:txBody></p188:cm></p188:cmLst>')
+    extra = {"ppt/comments/comment1.xml": ("application/vnd.openxmlformats-officedocument.presentationml.comments+xml",
+                                           legacy),
+             "ppt/comments/modernComment_1.xml": ("application/vnd.ms-powerpoint.comments+xml", modern)}
+    out = translate(fixture_translator, pptx(shape(slide_paragraph(slide_run(GERMAN[0]))), extra=extra))
+    assert [t.text for t in part(out, "ppt/comments/comment1.xml").iter(
+        "{http://schemas.openxmlformats.org/presentationml/2006/main}text")] == [ENGLISH[1]]
+    assert slide_texts(out, "ppt/comments/modernComment_1.xml") == [ENGLISH[2]]
