@@ -125,6 +125,7 @@ class PdfParagraph(Paragraph):
         self.left, self.right = min(line.left for line in lines), max(line.right for line in lines)
         self.bottom, self.top = min(line.bottom for line in lines), max(line.top for line in lines)
         self.right_limit = self.right
+        self.objects = {c.obj for c in letters if c.obj is not None}      # the text objects that draw it
         heights = [c.box[3] - c.box[1] for line in lines for c in line.chars if c.text in X_LETTERS]
         self.x_height = statistics.median(heights) if len(heights) >= 3 else None
         super().__init__(None)
@@ -167,10 +168,6 @@ class PdfParagraph(Paragraph):
     @property
     def style(self) -> Style:
         return self.properties[self.base]
-
-    @property
-    def objects(self) -> set[int]:
-        return {c.obj for line in self.lines for c in line.chars if c.obj is not None}
 
 
 def script_of(char: Char, line: Line) -> Style:
@@ -244,6 +241,8 @@ def read_page(pdf, number: int) -> list[PdfParagraph]:
     paragraphs = [PdfParagraph(block) for block in paragraphs_of(lines, rules)]
     for p in paragraphs:            # how far a translation on one line may run
         p.right_limit = max(p.right, column_right(p.lines[0], lines, rules))
+    for line in lines:              # read: a book's characters would take hundreds of megabytes
+        line.chars = []
     return paragraphs
 
 
