@@ -24,13 +24,38 @@ from .cli_support import CommandError, command, progress_bar, run_and_exit
 from .documents import BYTES, METHODS, suffix
 
 PROG = "mt-translate"
-# Each flag that translates a whole document, and the Translator method it calls (runtime/documents.py)
-DOCUMENTS = {"--html": "translate_html", "--subtitles": "translate_subtitles", "--markdown": "translate_markdown",
-             "--paragraphs": "translate_paragraphs", "--po": "translate_po", "--json": "translate_json",
-             "--xliff": "translate_xliff", "--docx": "translate_docx", "--pptx": "translate_pptx",
-             "--xlsx": "translate_xlsx", "--odf": "translate_opendocument", "--epub": "translate_epub",
-             "--pdf": "translate_pdf"}
-BINARY = {flag for flag, method in DOCUMENTS.items() if method in BYTES}
+# Each flag that translates a whole document: the Translator method it calls (runtime/documents.py), and
+# its help. In this order they are offered and named in messages.
+DOCUMENTS = {
+    "--html": ("translate_html", "The input is HTML: each TEXT, or the whole of --input or stdin, is one page, whose "
+                                 "text is translated and whose markup is kept."),
+    "--subtitles": ("translate_subtitles", "The input is an SRT or WebVTT file (-i or stdin): each cue's text is "
+                                           "translated; numbers, timings and layout are kept."),
+    "--markdown": ("translate_markdown", "The input is Markdown (-i or stdin): its text is translated; code, links' "
+                                         "targets and layout are kept."),
+    "--paragraphs": ("translate_paragraphs", "The input is plain text in wrapped paragraphs (-i or stdin): each "
+                                             "paragraph is translated as one text and wrapped again as it was."),
+    "--po": ("translate_po", "The input is a gettext catalog, .po or .pot (-i or stdin): each message without a "
+                             "translation gets one, flagged fuzzy; --to defaults to its Language."),
+    "--json": ("translate_json", "The input is JSON, such as a locale file (-i or stdin): its string values are "
+                                 "translated; keys, structure and indentation are kept."),
+    "--xliff": ("translate_xliff", "The input is XLIFF 1.2 or 2.x (-i or stdin): each unit without a target gets "
+                                   "one, marked for review; inline codes are kept; --to defaults to its target "
+                                   "language."),
+    "--docx": ("translate_docx", "The input is a Word document, .docx (-i or stdin): its text is translated; "
+                                 "formatting, tables, pictures, fields and links are kept."),
+    "--pptx": ("translate_pptx", "The input is a PowerPoint presentation, .pptx (-i or stdin): the text of its "
+                                 "slides and notes is translated; layout, formatting, pictures and links are kept."),
+    "--xlsx": ("translate_xlsx", "The input is an Excel workbook, .xlsx (-i or stdin): the text of its cells and "
+                                 "comments is translated; numbers, formulas and formatting are kept."),
+    "--odf": ("translate_opendocument", "The input is an OpenDocument file, .odt, .odp or .ods (-i or stdin): its "
+                                        "text is translated; formatting, pictures and links are kept."),
+    "--epub": ("translate_epub", "The input is an EPUB book (-i or stdin): the text of its chapters and table of "
+                                 "contents is translated; markup, images and styles are kept."),
+    "--pdf": ("translate_pdf", "The input is a PDF file (-i or stdin): each page's text is translated and set where "
+                               "it stood; pictures, drawings and links are kept. Needs 'mtkit[pdf]'."),
+}
+BINARY = {flag for flag, (method, _) in DOCUMENTS.items() if method in BYTES}
 MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
@@ -56,6 +81,13 @@ Examples:
 Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
 
+def document_options(command_function):
+    """A flag for each kind of document (DOCUMENTS), passed to the command by its name (docx=True)."""
+    for flag, (_, help_text) in reversed(DOCUMENTS.items()):
+        command_function = click.option(flag, is_flag=True, help=help_text)(command_function)
+    return command_function
+
+
 @command(PROG, epilog=EPILOG)
 @click.argument("text", nargs=-1)
 @model_options
@@ -75,53 +107,18 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 @click.option("--glossary", metavar="FILE", help="Terms to translate one way: a UTF-8 file, tab-separated, whose "
                                                    "first line names its two languages (\"de<TAB>en\"); used "
                                                    "both ways.")
-@click.option("--subtitles", is_flag=True, help="The input is an SRT or WebVTT file (-i or stdin): each cue's text "
-                                               "is translated; numbers, timings and layout are kept.")
-@click.option("--paragraphs", is_flag=True, help="The input is plain text in wrapped paragraphs (-i or stdin): each "
-                                                "paragraph is translated as one text and wrapped again as it "
-                                                "was.")
-@click.option("--markdown", is_flag=True, help="The input is Markdown (-i or stdin): its text is translated; code, "
-                                              "links' targets and layout are kept.")
-@click.option("--po", is_flag=True, help="The input is a gettext catalog, .po or .pot (-i or stdin): each message "
-                                        "without a translation gets one, flagged fuzzy; --to defaults to its "
-                                        "Language.")
-@click.option("--json", "json_strings", is_flag=True, help="The input is JSON, such as a locale file (-i or stdin): "
-                                                         "its string values are translated; keys, structure and "
-                                                         "indentation are kept.")
-@click.option("--xliff", is_flag=True, help="The input is XLIFF 1.2 or 2.x (-i or stdin): each unit without a "
-                                           "target gets one, marked for review; inline codes are kept; --to "
-                                           "defaults to its target language.")
-@click.option("--docx", is_flag=True, help="The input is a Word document, .docx (-i or stdin): its text is translated; "
-                                          "formatting, tables, pictures, fields and links are kept.")
-@click.option("--pptx", is_flag=True, help="The input is a PowerPoint presentation, .pptx (-i or stdin): the text "
-                                          "of its slides and notes is translated; layout, formatting, pictures "
-                                          "and links are kept.")
-@click.option("--xlsx", is_flag=True, help="The input is an Excel workbook, .xlsx (-i or stdin): the text of its "
-                                          "cells and comments is translated; numbers, formulas and formatting "
-                                          "are kept.")
-@click.option("--odf", is_flag=True, help="The input is an OpenDocument file, .odt, .odp or .ods (-i or stdin): its "
-                                         "text is translated; formatting, pictures and links are kept.")
-@click.option("--epub", is_flag=True, help="The input is an EPUB book (-i or stdin): the text of its chapters and "
-                                          "table of contents is translated; markup, images and styles are kept.")
-@click.option("--pdf", "pdf", is_flag=True, help="The input is a PDF file (-i or stdin): each page's text is "
-                                                  "translated and set where it stood; pictures, drawings and links "
-                                                  "are kept. Needs 'mtkit[pdf]'.")
-@click.option("--html", is_flag=True, help="The input is HTML: each TEXT, or the whole of --input or stdin, is one "
-                                          "page, whose text is translated and whose markup is kept.")
+@document_options
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
               help="Lines translated together (1 when stdin is a terminal).")
 @budget_options
 @click.option("--list-languages", is_flag=True, help="Print the model's target languages and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes on stderr (errors still show).")
 def main(text, model, from_lang, to, provider, variant, threads, input_file, output, fmt, options, no_split, prefix,
-         prefixes, glossary, subtitles, paragraphs, markdown, po, json_strings, xliff, docx, pptx, xlsx, odf,
-         epub, pdf, html, batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet) -> None:
+         prefixes, glossary, batch_size, max_batch_tokens, max_batch_sentences, list_languages, quiet,
+         **documents) -> None:
     """Translate TEXT (one output line each), or else the lines of --input or stdin, with a model bundle
     (ONNX Runtime, no torch)."""
-    wholes = [flag for flag, given in (("--html", html), ("--subtitles", subtitles), ("--markdown", markdown),
-                                       ("--paragraphs", paragraphs), ("--po", po), ("--json", json_strings),
-                                       ("--xliff", xliff), ("--docx", docx), ("--pptx", pptx), ("--xlsx", xlsx),
-                                       ("--odf", odf), ("--epub", epub), ("--pdf", pdf)) if given]
+    wholes = [flag for flag in DOCUMENTS if documents[flag.removeprefix("--")]]
     lines_asked = fmt != "text" or options.num_hypotheses > 1 or prefix is not None or prefixes   # lines only
     if not wholes and input_file and not text and not lines_asked and (flag := document_flag(input_file)):
         wholes = [flag]             # a Word file, a book, subtitles, a catalog: read as lines, it would break
@@ -186,7 +183,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         print(f"{PROG}: provider auto: using {translator.provider} ({translator.provider_note})", file=sys.stderr)
 
     if whole in BINARY:              # bytes in and out, not lines
-        method = getattr(translator, DOCUMENTS[whole])
+        method = getattr(translator, DOCUMENTS[whole][0])
         try:
             document = open_binary(input_file).read() if input_file and input_file != "-" else sys.stdin.buffer.read()
             with kept_sentences(translator, output, quiet):
@@ -222,7 +219,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     interactive = not text and not input_file and sys.stdin.isatty()
 
     if whole:
-        method = getattr(translator, DOCUMENTS[whole])
+        method = getattr(translator, DOCUMENTS[whole][0])
         if whole == "--html":
             method = functools.partial(method, split_sentences=not no_split)
 
@@ -310,7 +307,7 @@ def document_flag(path: str) -> str | None:
     """The flag that translates a file named `path` whole (.srt: --subtitles, .epub: --epub), if it names
     a document's kind; a .txt is lines."""
     kind = METHODS.get(suffix(path))
-    return next((flag for flag, method in DOCUMENTS.items() if method == kind), None)
+    return next((flag for flag, (method, _) in DOCUMENTS.items() if method == kind), None)
 
 
 def check_usage(text, input_file, output, fmt, options, wholes: list[str], prefix, prefixes) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import re
 
-from .office import AttributeText, Paragraph, other_language, words_of
+from .office import AttributeText, ElementText, Paragraph, other_language
 
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
@@ -68,20 +68,17 @@ class DrawingParagraph(Paragraph):
                 element.set("lang", locale)
 
 
-class ChartValue(Paragraph):
-    """A point of a chart's string cache (c:pt holding one c:v): a series' name or a category's label.
+class ChartValue(ElementText):
+    """A point's value in a chart's string cache (c:v of a c:pt): a series' name or a category's label.
     Points of number caches are numbers, and are not read."""
 
-    TAGS = (c("pt"),)
+    TAGS = (c("v"),)
     TEXT_CACHES = {c("strCache"), c("strLit"), c("lvl")}          # c:lvl: a level of multi-level categories
 
-    def read_content(self) -> None:
-        value = self.element.find(c("v"))
-        if self.element.getparent().tag in self.TEXT_CACHES and value is not None:
-            self.add_text(value.text or "", None, None)
-
-    def rewrite(self, translation: str, locale: str) -> None:
-        self.element.find(c("v")).text = words_of(translation)
+    def read_text(self, element) -> str:
+        point = element.getparent()
+        in_text = point.tag == c("pt") and point.getparent() is not None and point.getparent().tag in self.TEXT_CACHES
+        return super().read_text(element) if in_text else ""
 
 
 class PictureDescription(AttributeText):

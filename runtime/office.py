@@ -355,6 +355,21 @@ class PlainText(Paragraph):
                                   for text, number, _ in pieces).strip(" ")
 
 
+class ElementText(PlainText):
+    """The text of one element (a chart's cached label, an earlier PowerPoint's comment). A subclass
+    names the elements (TAGS), and may read an element as having none (`read_text`)."""
+
+    def __init__(self, element):
+        super().__init__(element, self.read_text(element))
+
+    def read_text(self, element) -> str:
+        return element.text or ""
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        super().rewrite(translation, locale)
+        self.element.text = self.translated
+
+
 class AttributeText(PlainText):
     """Text an element holds in an attribute (a picture's description, a list's item). A subclass names
     the elements (TAGS) and the attribute (ATTRIBUTE)."""
@@ -370,11 +385,6 @@ class AttributeText(PlainText):
     def rewrite(self, translation: str, locale: str) -> None:
         super().rewrite(translation, locale)
         self.element.set(self.ATTRIBUTE, self.translated)
-
-
-def words_of(translation: str) -> str:
-    """The words of what `Paragraph.fragment` became, without its markup."""
-    return "".join(text for text, *_ in translated_pieces(translation, 0) if text is not None)
 
 
 class _Reader(HTMLParser):

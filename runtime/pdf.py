@@ -199,30 +199,33 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
         if "password" in str(e).lower():
             raise TranslationError("the PDF has a password: save it without one first") from None
         raise TranslationError(f"the PDF is damaged: {e}") from None
-    pages = [read_page(pdf, i) for i in range(len(pdf))]
-    comments = [read_comments(pdf, i) for i in range(len(pdf))]
-    paragraphs = [p for page in pages for p in page]
+    pages = [read_page(pdf, i) for i in range(len(pdf))]          # each: its paragraphs and its notes
+    paragraphs = [p for page, _ in pages for p in page]
     if not any(p.has_words for p in paragraphs) and not any(p.kept for p in paragraphs):
         import warnings
         warnings.warn("the PDF has no text (a scan?): run OCR on it first; it is written back as it was",
                       stacklevel=3)
-    translate_paragraphs(translator, [*paragraphs, *(c for page in comments for c in page)], to, options, from_lang,
-                         glossary, overrides)
+    translate_paragraphs(translator, [*paragraphs, *(c for _, notes in pages for c in notes)], to, options,
+                         from_lang, glossary, overrides)
     if lacking := sum(p.lacking for p in paragraphs):
         import warnings
         warnings.warn(f"{lacking} paragraph{'s' * (lacking > 1)} kept as written: the translation has letters "
                       f"PDF's standard fonts lack, and no {' or '.join(UNICODE_FONTS)} font was found",
                       stacklevel=3)
-    for number, page_paragraphs in enumerate(pages):
-        redraw(pdf, number, [p for p in page_paragraphs if p.drawn])
-        write_comments(pdf, number, [c for c in comments[number] if c.translated is not None])
+    for number, (page_paragraphs, notes) in enumerate(pages):
+        drawn, translated = [p for p in page_paragraphs if p.drawn], [c for c in notes if c.translated is not None]
+        if drawn or translated:
+            page = pdf[number]
+            redraw(pdf, page, drawn)
+            write_comments(page, translated)
     out = io.BytesIO()
     pdf.save(out)
     return out.getvalue()
 
 
-def read_page(pdf, number: int) -> list[PdfParagraph]:
-    """The paragraphs of one page; none, with a warning, for a page PDFium cannot load (it stays as is)."""
+def read_page(pdf, number: int) -> tuple[list[PdfParagraph], list[Comment]]:
+    """The paragraphs and the notes of one page; none, with a warning, for a page PDFium cannot load (it
+    stays as is)."""
     import pypdfium2 as pdfium
 
     try:
@@ -230,7 +233,7 @@ def read_page(pdf, number: int) -> list[PdfParagraph]:
     except pdfium.PdfiumError as e:
         import warnings
         warnings.warn(f"page {number + 1} cannot be read ({e}); it is kept as it is", stacklevel=4)
-        return []
+        return [], []
     textpage = page.get_textpage()
     try:
         chars = read_chars(page, textpage)
@@ -243,7 +246,7 @@ def read_page(pdf, number: int) -> list[PdfParagraph]:
         p.right_limit = max(p.right, column_right(p.lines[0], lines, rules))
     for line in lines:              # read: a book's characters would take hundreds of megabytes
         line.chars = []
-    return paragraphs
+    return paragraphs, read_comments(page)
 
 
 class Comment(PlainText):
@@ -251,15 +254,11 @@ class Comment(PlainText):
     shows in a pop-up; `element` is the annotation's index on its page."""
 
 
-def read_comments(pdf, number: int) -> list[Comment]:
-    """The notes on one page whose text a viewer shows as it is (not a FreeText note, whose page
+def read_comments(page) -> list[Comment]:
+    """The notes on the page whose text a viewer shows as it is (not a FreeText note, whose page
     appearance would keep the source's words, nor a link or a form's field)."""
     import pypdfium2.raw as raw
 
-    try:
-        page = pdf[number]
-    except Exception:                    # said by read_page
-        return []
     comments, shown = [], {getattr(raw, f"FPDF_ANNOT_{name}") for name in SHOWN_AS_IS}
     for index in range(raw.FPDFPage_GetAnnotCount(page)):
         annotation = raw.FPDFPage_GetAnnot(page, index)
@@ -276,12 +275,9 @@ def read_comments(pdf, number: int) -> list[Comment]:
     return comments
 
 
-def write_comments(pdf, number: int, comments: list[Comment]) -> None:
+def write_comments(page, comments: list[Comment]) -> None:
     import pypdfium2.raw as raw
 
-    if not comments:
-        return
-    page = pdf[number]
     for comment in comments:
         annotation = raw.FPDFPage_GetAnnot(page, comment.element)
         text = ctypes.create_string_buffer((comment.translated + "\0").encode("utf-16-le"))
@@ -334,7 +330,7 @@ def text_objects(page) -> list:
     """The page's text objects, not those inside form objects: in their order, which is the same each
     time the page is loaded (their handles are not)."""
     import pypdfium2.raw as raw
-    return [obj for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], max_depth=0) if obj.level == 0]
+    return list(page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], max_depth=0))
 
 
 def handle(obj) -> int:
@@ -471,13 +467,12 @@ def first_word_width(line: Line) -> float:
     return max(c.box[2] for c in word) - line.left if word else 0.0
 
 
-def redraw(pdf, number: int, paragraphs: list[PdfParagraph]) -> None:
+def redraw(pdf, page, paragraphs: list[PdfParagraph]) -> None:
     """The page's translated paragraphs taken off it and set anew, in one object drawn over it."""
     if not paragraphs:
         return
     import pypdfium2 as pdfium
 
-    page = pdf[number]
     gone = set().union(*(p.objects for p in paragraphs))
     for n, obj in enumerate(text_objects(page)):
         if n in gone:

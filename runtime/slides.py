@@ -10,7 +10,7 @@ translation.
 from __future__ import annotations
 
 from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
-from .office import Format, PlainText, translate_package
+from .office import ElementText, Format, translate_package
 
 PML = "application/vnd.openxmlformats-officedocument.presentationml."
 MACROS = "application/vnd.ms-powerpoint."      # .pptm and .potm
@@ -19,17 +19,10 @@ MAIN = frozenset({PML + "presentation.main+xml", PML + "slideshow.main+xml", PML
                   MACROS + "template.macroEnabled.main+xml"})
 
 
-class CommentText(PlainText):
+class CommentText(ElementText):
     """An earlier PowerPoint's comment: the plain text of a p:text."""
 
     TAGS = ("{http://schemas.openxmlformats.org/presentationml/2006/main}text",)
-
-    def __init__(self, element):
-        super().__init__(element, element.text or "")
-
-    def rewrite(self, translation: str, locale: str) -> None:
-        super().rewrite(translation, locale)
-        self.element.text = self.translated
 
 
 PPTX = Format(
