@@ -93,6 +93,18 @@ def test_max_pairs_keeps_the_same_subset_whatever_the_order(tmp_path):
     assert len(RunConfig.from_dict(raw).load_split("train")) == 50
 
 
+def test_max_words_keeps_only_short_pairs_in_both_directions(tmp_path):
+    from mtkit.train.config import Corpus
+
+    (tmp_path / "c.de").write_text("Tabelle\nDas ist ein langer Satz.\nNeue Datei öffnen\nSpeichern\n")
+    (tmp_path / "c.en").write_text("Table\nThis is a long sentence.\nOpen a new file\nSave\n")
+    corpus = Corpus(src="de", tgt="en", prefix="c", suffix="", both_directions=True, max_words=3)
+    assert [(p.src, p.tgt) for p in corpus.load(tmp_path)] == [
+        ("Tabelle", "Table"), ("Speichern", "Save"), ("Table", "Tabelle"), ("Save", "Speichern")]
+    corpus.max_words = 0
+    assert len(corpus.load(tmp_path)) == 8
+
+
 def test_training_and_the_runtime_read_a_file_alike(tmp_path):
     """One reader: a BOM and CRLF line ends are dropped for mt-train as for mt-eval and mt-bench."""
     from mtkit.runtime import text_io

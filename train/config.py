@@ -40,6 +40,7 @@ class Corpus:
     both_directions: bool = False   # also add the reversed pairs (tgt -> src)
     repeat: int = 1                 # upsample a small corpus so it is not drowned by a big one
     max_pairs: int = 0              # keep at most this many cleaned pairs (by hash, deterministic; 0 = all)
+    max_words: int = 0              # keep only pairs of at most this many words a side: headings, labels (0 = any)
     suffix: str = ".gz"
 
     def files(self, data_dir: Path) -> list[Path]:
@@ -50,6 +51,8 @@ class Corpus:
 
     def load(self, data_dir: Path) -> list[Pair]:
         raw = read_tsv(*self.files(data_dir)) if self.tsv else read_parallel(*self.files(data_dir))
+        if self.max_words:
+            raw = [(s, t) for s, t in raw if max(len(s.split()), len(t.split())) <= self.max_words]
         pairs = [Pair(s, t, self.src, self.tgt) for s, t in raw]
         if self.both_directions:
             pairs += [Pair(t, s, self.tgt, self.src) for s, t in raw]

@@ -139,7 +139,8 @@ class Trainer:
         report = CleaningReport()
         train_pairs = run.load_split("train", report)
         dev_pairs = run.load_split("dev")
-        self.log(f"train data: {report.summary()}; dev: {len(dev_pairs)} pairs")
+        self.log(f"train data: {len(train_pairs)} pairs an epoch, after max_pairs and repeat (cleaning "
+                 f"{report.summary()}); dev: {len(dev_pairs)} pairs")
         tok_path = self.out / "tokenizer.model"
         if source:
             # The checkpoint's tokenizer, whatever is on disk: its ids are the ones the weights know.
