@@ -40,6 +40,8 @@ class Format:
     main: frozenset             # content types of the main part, one of which it has
     parts: dict                 # content type of a part whose text is translated -> the Paragraph classes reading it
     styles: dict = field(default_factory=dict)   # content type of a part whose language marks follow -> its class
+    follow: object = None       # (entries, types, trees, paragraphs) -> the names of other parts it made follow
+                                # the translation (an Excel table's column names), or None
 
 
 def translate_package(fmt: Format, translator, document: bytes, to=None, options=None, *, from_lang: str = "auto",
@@ -53,6 +55,8 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
              for reader in fmt.parts[types[name]] for p in tree.iter(*reader.TAGS)]
     touched = {name for name, p in found if p.has_words}       # parts without words stay byte for byte
     locale = translate_paragraphs(translator, [p for _, p in found], to, options, from_lang, glossary, overrides)
+    if fmt.follow:
+        touched |= fmt.follow(entries, types, trees, [p for _, p in found])
     for name, data in entries.items():
         if types.get(name) in fmt.styles:
             if name not in trees:

@@ -4,8 +4,9 @@ A cell's text lives in the shared strings (one si each), or inline in a sheet (i
 text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own rules:
 a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
 East Asian text are kept after the runs. Charts (titles, series names, category labels) and the
-text of shapes are DrawingML (drawingml.py). Numbers, formulas, their cached results, sheet names and every other part stay as
-they are.
+text of shapes are DrawingML (drawingml.py). Tables, formulas, filters and drop-down lists that name
+a cell's text follow its translation (workbook_references.py). Numbers, sheet names and every other
+part stay as they are.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import copy
 
 from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
 from .office import Format, Paragraph, translate_package
+from .workbook_references import ListChoices, cell_value, follow_translation
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."
@@ -31,6 +33,10 @@ class CellText(Paragraph):
     """An si, is or comment text: plain (one t) or rich (runs of rPr and t)."""
 
     TAGS, LAST = (s("si"), s("is"), s("text")), (s("rPh"), s("phoneticPr"))
+
+    def __init__(self, element):
+        self.value = cell_value(element)        # as formulas and tables name it, before translation
+        super().__init__(element)
 
     def read(self, child, link) -> None:
         if child.tag == s("t"):
@@ -69,8 +75,10 @@ MAIN = frozenset({SML + "sheet.main+xml", SML + "template.main+xml", MACROS + "s
                   MACROS + "template.macroEnabled.main+xml"})
 XLSX = Format(
     name="an Excel workbook", suffix=".xlsx", old="Excel .xls", main=MAIN,
-    parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "worksheet+xml", SML + "comments+xml"}, (CellText,)),
-           **DRAWINGS, DRAWING: (DrawingParagraph, PictureDescription)})
+    parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "comments+xml"}, (CellText,)),
+           SML + "worksheet+xml": (CellText, ListChoices),
+           **DRAWINGS, DRAWING: (DrawingParagraph, PictureDescription)},
+    follow=follow_translation)
 
 
 def translate_xlsx(translator, document: bytes, to=None, options=None, **settings) -> bytes:
