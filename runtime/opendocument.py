@@ -7,7 +7,7 @@ the elements, not in runs; a text:span's style is the run's formatting, a text:a
 runs; text:s stands for spaces; a tab and a line break are objects; a note, a frame, a field or a
 bookmark is an object moved whole, and the paragraphs inside a note or a text box are translated
 on their own. The language marks (fo:language, fo:country) and meta.xml's dc:language follow the
-translation. Every other entry of the zip, the mimetype first, is copied byte for byte.
+translation, and so do a spreadsheet's formulas that name a cell's text (follow_cells). Every other entry of the zip, the mimetype first, is copied byte for byte.
 """
 
 from __future__ import annotations
@@ -15,12 +15,17 @@ from __future__ import annotations
 from .errors import TranslationError
 from .office import (OLE, Paragraph, other_language, parse_part, serialize, translate_paragraphs, unzip,
                      write_package)
+from .workbook_references import formula
 
 TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 FO = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
 DC = "http://purl.org/dc/elements/1.1/"
+TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 KINDS = {f"application/vnd.oasis.opendocument.{kind}{template}" for kind in ("text", "presentation", "spreadsheet")
          for template in ("", "-template")}
+FORMULAS = (("table-cell", "formula"), ("content-validation", "condition"))     # elements, attributes
+STRING_VALUE = f"{{{OFFICE}}}string-value"      # a formula's cached text result
 HINTS = {f"{{{TEXT}}}soft-page-break"}          # where the last layout broke a page: redone on opening
 
 
@@ -90,6 +95,8 @@ def translate_opendocument(translator, document: bytes, to=None, options=None, *
     trees = {name: parse_part(name, entries[name]) for name in parts}
     paragraphs = [OdfParagraph(p) for tree in trees.values() for p in tree.iter(*OdfParagraph.TAGS)]
     locale = translate_paragraphs(translator, paragraphs, to, options, from_lang, glossary, overrides)
+    if "spreadsheet" in kind:
+        follow_cells(trees["content.xml"], paragraphs)
     for name in ("styles.xml", "content.xml"):
         if name in entries:
             if name not in trees:
@@ -100,3 +107,26 @@ def translate_opendocument(translator, document: bytes, to=None, options=None, *
         for language in trees["meta.xml"].iter(f"{{{DC}}}language"):
             language.text = locale
     return write_package(document, {name: serialize(tree) for name, tree in trees.items()})
+
+
+def follow_cells(tree, paragraphs: list) -> None:
+    """A spreadsheet's formulas, cached text results, validity lists and filters that name a cell's
+    whole text take its translation, as in an Excel workbook (workbook_references.py): the sheet
+    computes what it computed before."""
+    texts = {}
+    for p in paragraphs:
+        cell = p.element.getparent()
+        if p.has_words and cell.tag == f"{{{TABLE}}}table-cell" and len(cell.findall(t("p"))) == 1:
+            texts.setdefault(p.text.casefold(), OdfParagraph(p.element).text)    # compared without case
+    if not texts:
+        return
+    for element, attribute in ((e, f"{{{TABLE}}}{name}") for tag, name in FORMULAS
+                               for e in tree.iter(f"{{{TABLE}}}{tag}")):
+        if value := element.get(attribute):
+            element.set(attribute, formula(value, texts, {}))
+    for cell in tree.iter(f"{{{TABLE}}}table-cell"):
+        if cell.get(f"{{{TABLE}}}formula") and (new := texts.get(cell.get(STRING_VALUE, "").casefold())):
+            cell.set(STRING_VALUE, new)
+    for condition in tree.iter(f"{{{TABLE}}}filter-condition"):
+        if (new := texts.get(condition.get(f"{{{TABLE}}}value", "").casefold())) is not None:
+            condition.set(f"{{{TABLE}}}value", new)

@@ -121,3 +121,27 @@ def test_cli_translates_an_odt(model, tmp_path, capsys):
     code, out, err = cli(capsys, "--odf", "-i", str(tmp_path / "brief.odt"), "-o", str(tmp_path / "letter.odt"))
     assert (code, out, err) == (0, "", "")
     assert paragraphs((tmp_path / "letter.odt").read_bytes()) == [ENGLISH[0]]
+
+
+def test_a_spreadsheets_formulas_lists_and_filters_follow_its_cells(fixture_translator):
+    """As in an Excel workbook: a formula comparing a cell with its old text would compute something else."""
+    value, other = GERMAN[16], GERMAN[23]
+    q = "&quot;"
+    body = ('<table:database-ranges><table:database-range table:target-range-address="T.A1:T.A2"><table:filter>'
+            f'<table:filter-condition table:field-number="0" table:operator="=" table:value="{value}"/>'
+            '</table:filter></table:database-range></table:database-ranges>'
+            '<table:content-validations><table:content-validation table:name="val1" table:condition='
+            f'"of:cell-content-is-in-list({q}{value.upper()}{q};{q}{other}{q})"/></table:content-validations>'
+            f'<table:table table:name="T"><table:table-row><table:table-cell office:value-type="string">'
+            f'<text:p>{value}</text:p></table:table-cell><table:table-cell table:formula='
+            f'"of:=COUNTIF([.A1:.A3];{q}{value}{q})+LEN({q}{other}{q})" office:value-type="float" office:value="1">'
+            '<text:p>1</text:p></table:table-cell></table:table-row></table:table>')
+    document = odt(body, mimetype="application/vnd.oasis.opendocument.spreadsheet")
+    tree = part(translate(fixture_translator, document.replace(b"office:text>", b"office:spreadsheet>")))
+    table = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
+    bananas = ENGLISH[16]
+    assert [c.get(f"{table}formula") for c in tree.iter(f"{table}table-cell")] == [
+        None, f'of:=COUNTIF([.A1:.A3];"{bananas}")+LEN("{other}")']         # text no cell holds stays
+    assert next(tree.iter(f"{table}content-validation")).get(f"{table}condition") == \
+        f'of:cell-content-is-in-list("{bananas}";"{other}")'
+    assert next(tree.iter(f"{table}filter-condition")).get(f"{table}value") == bananas
