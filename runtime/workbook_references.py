@@ -71,11 +71,10 @@ def follow_translation(entries: dict, types: dict, trees: dict, paragraphs: list
     tables = [name for name in entries if types.get(name) == TABLE]
     for name in tables + [n for n in entries if types.get(n, "").endswith(".main+xml") and n not in trees]:
         trees[name] = parse_part(name, entries[name])
-    columns, changed, strings = {}, set(), shared_strings(types, trees)
+    columns, changed, strings, sheets = {}, set(), shared_strings(types, trees), owners(entries, trees)
     for name in tables:
-        sheet = owner(name, entries, trees)
-        if sheet is not None and rename_columns(trees[name], trees[sheet], strings, columns):
-            changed |= {name, sheet}
+        if name in sheets and rename_columns(trees[name], trees[sheets[name]], strings, columns):
+            changed |= {name, sheets[name]}
     for p in paragraphs:
         if isinstance(p, ListChoices) and p.has_words:     # its sheet has words: it is written anyway
             p.write(texts)
@@ -89,17 +88,16 @@ def shared_strings(types: dict, trees: dict) -> list:
     return next((list(tree.iter(s("si"))) for name, tree in trees.items() if types.get(name) == SHARED_STRINGS), [])
 
 
-def owner(table: str, entries: dict, trees: dict):
-    """The name of the sheet whose relationships point at `table`, or None."""
+def owners(entries: dict, trees: dict) -> dict[str, str]:
+    """Each table part's name -> the name of the sheet whose relationships point at it."""
+    found = {}
     for sheet in trees:
         folder, _, base = sheet.rpartition("/")
-        if (rels := f"{folder}/_rels/{base}.rels") not in entries:
-            continue
-        for relation in parse_part(rels, entries[rels]).iter(f"{{{RELATIONSHIPS}}}Relationship"):
-            target = posixpath.normpath(posixpath.join(folder, relation.get("Target", "")))
-            if relation.get("Type", "").endswith("/table") and target == table:
-                return sheet
-    return None
+        if (rels := f"{folder}/_rels/{base}.rels") in entries:
+            for relation in parse_part(rels, entries[rels]).iter(f"{{{RELATIONSHIPS}}}Relationship"):
+                if relation.get("Type", "").endswith("/table"):
+                    found[posixpath.normpath(posixpath.join(folder, relation.get("Target", "")))] = sheet
+    return found
 
 
 def rename_columns(table, sheet, strings: list, columns: dict) -> bool:
@@ -109,13 +107,14 @@ def rename_columns(table, sheet, strings: list, columns: dict) -> bool:
         return False
     first, row = column_number(found.group(1)), found.group(2)
     cells = {c.get("r"): c for c in sheet.iter(s("c"))}
-    taken, renamed = set(), False
-    for offset, column in enumerate(table.iter(s("tableColumn"))):
-        cell = cells.get(f"{column_letters(first + offset)}{row}")
-        name = header_text(cell, strings) if cell is not None else None
-        if not name:
-            taken.add(column.get("name", "").casefold())
-            continue
+    headers = [(column, cells.get(f"{column_letters(first + offset)}{row}"))
+               for offset, column in enumerate(table.iter(s("tableColumn")))]
+    headers = [(column, cell, header_text(cell, strings) if cell is not None else None) for column, cell in headers]
+    taken = {column.get("name", "").casefold() for column, _, name in headers if not (name or "").strip()}
+    renamed = False
+    for column, cell, name in headers:
+        if not (name or "").strip():
+            continue                            # a number, or no cell: the name stays
         unique, number = name, 1
         while unique.casefold() in taken:
             number += 1
