@@ -3,7 +3,9 @@
 The paragraphs (w:p) of the body, tables, text boxes, headers, footers, footnotes, endnotes and
 comments are translated as office.py says. Word's own rules: a hyperlink wraps its runs, as a form's
 field (a content control, w:sdt) does; a complex field (a page number, a cross-reference) runs from
-its begin mark to its end mark and is kept whole, result and all; a tab, a break, a picture or a
+its begin mark to its end mark and is kept whole, but for the words of a cross-reference's or a
+hyperlink field's result, translated on their own (FieldResults); a field that goes on past its
+paragraph (a table of contents) keeps its code, and its result is read as words; a tab, a break, a picture or a
 note's number inside a run becomes a run of its own; spell-checking's markers are dropped (Word
 redoes them); a paragraph with tracked changes is kept as it is. The language marks (w:lang) of the runs and of the styles follow the translation. Charts
 (titles, series names, category labels) and SmartArt are DrawingML (drawingml.py).
@@ -14,7 +16,7 @@ from __future__ import annotations
 import copy
 
 from .drawingml import DRAWINGS, PictureDescription
-from .office import AttributeText, Format, Paragraph, other_language, translate_package
+from .office import AttributeText, Format, Paragraph, PlainText, other_language, translate_package
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
@@ -31,6 +33,7 @@ WRAPPERS = {w("smartTag"), w("customXml")}      # old markers around words: thei
 HINTS = {w(tag) for tag in ("proofErr", "lastRenderedPageBreak", "softHyphen")}   # Word redoes them
 WORDS = {w("t"), w("noBreakHyphen")}
 FIXED_CONTROLS = {w("dataBinding"), "{http://schemas.microsoft.com/office/word/2010/wordml}checkbox"}
+WORDED_FIELDS = {"REF", "STYLEREF", "HYPERLINK"}    # whose result is words; others (a page number, a merge field) stay
 
 
 class WordParagraph(Paragraph):
@@ -42,8 +45,21 @@ class WordParagraph(Paragraph):
         self.tracked = any(child.tag in TRACKED for child in element.iter())
         self._field: list | None = None                 # the runs of an open complex field
         self._depth = 0
+        self._code_end = 0                              # where the open field's result begins, in _field
+        self._field_link = None
         self.wrapped: set = set()                       # controls whose properties a rewrite has moved
         super().__init__(element)
+
+    def read_content(self) -> None:
+        super().read_content()
+        if self._field is not None and self._code_end:
+            # A field that goes on past this paragraph (a table of contents): its code is kept, and the
+            # result in this paragraph is read as words, as the next paragraphs' are.
+            rest, link = self._field[self._code_end:], self._field_link
+            del self._field[self._code_end:]
+            self._field, self._depth = None, 0
+            for child in rest:
+                self.read(child, link)
 
     def read(self, child, link) -> None:
         if child.tag in HINTS:
@@ -66,11 +82,14 @@ class WordParagraph(Paragraph):
     def _read_field(self, child, link) -> None:
         """A complex field from its begin to its end, kept as one object."""
         if self._field is None:
-            self._field = []
+            self._field, self._code_end, self._field_link = [], 0, link
             self.items.append(("object", self._field, "img", link))
         self._field.append(child)
         for mark in child.iter(w("fldChar")):
-            self._depth += {"begin": 1, "end": -1}.get(mark.get(w("fldCharType")), 0)
+            kind = mark.get(w("fldCharType"))
+            self._depth += {"begin": 1, "end": -1}.get(kind, 0)
+            if kind == "separate" and self._depth == 1:
+                self._code_end = len(self._field)
         if self._depth <= 0:
             self._field, self._depth = None, 0
 
@@ -127,6 +146,63 @@ class WordParagraph(Paragraph):
                 lang.set(w("val"), locale)
 
 
+class FieldResults(PlainText):
+    """The results of a paragraph's cross-references and hyperlink fields (REF, STYLEREF, HYPERLINK),
+    which WordParagraph keeps whole: each translated as a sentence of its own, into its first w:t
+    (Word writes a new result there when it updates the field)."""
+
+    TAGS = (w("p"),)
+
+    def __init__(self, element):
+        tracked = any(child.tag in TRACKED for child in element.iter())
+        self.results = [] if tracked else field_results(element)
+        super().__init__(element, "\n".join("".join(t.text or "" for t in result) for result in self.results))
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        super().rewrite(translation, locale)
+        texts = self.translated.split("\n")
+        if len(texts) != len(self.results):
+            return
+        for result, text in zip(self.results, texts):
+            for t, part in zip(result, [text] + [""] * (len(result) - 1)):
+                t.text = part
+                if part != part.strip():
+                    t.set(XML_SPACE, "preserve")
+
+
+def field_results(paragraph) -> list[list]:
+    """The w:t elements of each worded field's result in `paragraph`: a simple field (w:fldSimple), or
+    a complex one begun and ended there with no field inside it."""
+    results, depth, code, result, nested = [], 0, [], None, False
+    for element in paragraph.iter(w("fldChar"), w("instrText"), w("t"), w("fldSimple")):
+        kind = element.get(w("fldCharType"))
+        if element.tag == w("fldSimple"):
+            nested = nested or depth > 0
+            if depth == 0 and _keyword(element.get(w("instr"), "")) in WORDED_FIELDS:
+                results.append(list(element.iter(w("t"))))
+        elif kind == "begin":
+            depth += 1
+            if depth == 1:
+                code, result, nested = [], None, False
+            else:
+                nested = True
+        elif kind == "separate" and depth == 1:
+            result = []
+        elif kind == "end" and depth > 0:
+            depth -= 1
+            if depth == 0 and result and not nested and _keyword("".join(code)) in WORDED_FIELDS:
+                results.append(result)
+        elif element.tag == w("instrText") and depth == 1 and result is None:
+            code.append(element.text or "")
+        elif element.tag == w("t") and depth == 1 and result is not None:
+            result.append(element)
+    return [result for result in results if any((t.text or "").strip() for t in result)]
+
+
+def _keyword(code: str) -> str:
+    return code.split()[0].upper() if code.split() else ""
+
+
 class ListItem(AttributeText):
     """An item of a form's drop-down list or combo box, as the list shows it (its value stays)."""
 
@@ -160,7 +236,7 @@ DOCX = Format(
     name="a Word document", suffix=".docx", old="Word .doc", main=MAIN,
     parts={**dict.fromkeys(MAIN | {WORDML + kind + "+xml" for kind in ("header", "footer", "footnotes", "endnotes",
                                                                          "comments")},
-                           (WordParagraph, ListItem, PictureDescription)),
+                           (WordParagraph, FieldResults, ListItem, PictureDescription)),
            **DRAWINGS},
     styles={WORDML + "styles+xml": WordParagraph})
 

@@ -253,3 +253,43 @@ def test_a_pictures_description_and_a_drop_down_lists_items_are_translated(fixtu
     assert [item.get(f"{{{W}}}displayText") for item in tree.iter(f"{{{W}}}listItem")] == [ENGLISH[3], ENGLISH[4]]
     assert [item.get(f"{{{W}}}value") for item in tree.iter(f"{{{W}}}listItem")] == ["a", "b"]
     assert texts(translate(fixture_translator, docx(body)))[1] == ENGLISH[3]
+
+
+def field(code: str, *result: str) -> str:
+    """A complex field's runs: begin, its code, separate, `result` (runs as XML, or text), end."""
+    runs = "".join(r if r.startswith("<") else run(r) for r in result)
+    return (f'<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> {code} '
+            f'</w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r>{runs}'
+            '<w:r><w:fldChar w:fldCharType="end"/></w:r>')
+
+
+def test_a_cross_references_and_a_hyperlink_fields_words_are_translated_on_their_own(fixture_translator):
+    """The field stays whole (Word writes a new result into it on updating), but its words, which a
+    reader sees in the sentence, are the target's; a page number and a field inside a field stay."""
+    simple = f'<w:fldSimple w:instr=" HYPERLINK \\l &quot;Ziel&quot; "><w:r><w:t>{GERMAN[16]}</w:t></w:r></w:fldSimple>'
+    body = paragraph(GERMAN[10] + " ", field("REF _Ref1 \\h", GERMAN[18]), field("PAGEREF _Ref1 \\h", "7")) + \
+        paragraph(GERMAN[11] + " ", simple, field("REF _Ref2", GERMAN[23], field("PAGE", "2")))
+    tree = part(translate(fixture_translator, docx(body)))
+    first, second = tree.iter(f"{{{W}}}p")
+    assert [t.text for t in first.iter(f"{{{W}}}t")] == [ENGLISH[10] + " ", ENGLISH[18], "7"]
+    assert [t.text for t in second.iter(f"{{{W}}}t")] == [ENGLISH[11] + " ", ENGLISH[16], GERMAN[23], "2"]
+    assert [t.text.strip() for t in tree.iter(f"{{{W}}}instrText")] == ["REF _Ref1 \\h", "PAGEREF _Ref1 \\h",
+                                                                        "REF _Ref2", "PAGE"]
+    assert [f.get(f"{{{W}}}fldCharType") for f in first.iter(f"{{{W}}}fldChar")] == ["begin", "separate", "end"] * 2
+
+
+def test_a_table_of_contents_first_entry_is_translated_like_the_others(fixture_translator):
+    """A field that spans paragraphs (a table of contents) keeps its code; the entry in its first
+    paragraph is words, as the following ones are (it had been kept as part of the field)."""
+    start = ('<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> TOC \\o "1-3" '
+             '\\h </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r>')
+    page = field("PAGEREF _Toc1 \\h", "3")
+    entry = f'<w:hyperlink w:anchor="_Toc1"><w:r><w:t>{GERMAN[6]}</w:t></w:r>{TAB}{page}</w:hyperlink>'
+    body = paragraph(start, entry) + paragraph(GERMAN[18], TAB, "4", '<w:r><w:fldChar w:fldCharType="end"/></w:r>')
+    out = translate(fixture_translator, docx(body))
+    assert texts(out) == [f"{ENGLISH[6]}\t3", f"{ENGLISH[18]}\t4"]
+    tree = part(out)
+    assert [t.text.strip() for t in tree.iter(f"{{{W}}}instrText")] == ['TOC \\o "1-3" \\h', "PAGEREF _Toc1 \\h"]
+    assert [f.get(f"{{{W}}}fldCharType") for f in tree.iter(f"{{{W}}}fldChar")] == \
+        ["begin", "separate", "begin", "separate", "end", "end"]
+    assert next(tree.iter(f"{{{W}}}hyperlink")).get(f"{{{W}}}anchor") == "_Toc1"
