@@ -6,15 +6,15 @@ a text document those of its headers and footers (styles.xml) too. ODF's own rul
 the elements, not in runs; a text:span's style is the run's formatting, a text:a a link around its
 runs; text:s stands for spaces; a tab and a line break are objects; a note, a frame, a field or a
 bookmark is an object moved whole, and the paragraphs inside a note or a text box are translated
-on their own. The language marks (fo:language, fo:country) and meta.xml's dc:language follow the
+on their own, as are the words a cross-reference shows (References). The language marks (fo:language, fo:country) and meta.xml's dc:language follow the
 translation, and so do a spreadsheet's formulas that name a cell's text (follow_cells). Every other entry of the zip, the mimetype first, is copied byte for byte.
 """
 
 from __future__ import annotations
 
 from .errors import TranslationError
-from .office import (OLE, Paragraph, other_language, parse_part, serialize, translate_paragraphs, unzip,
-                     write_package)
+from .office import (OLE, Paragraph, PlainText, other_language, parse_part, serialize, translate_paragraphs,
+                     unzip, write_package)
 from .workbook_references import formula
 
 TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -26,6 +26,7 @@ KINDS = {f"application/vnd.oasis.opendocument.{kind}{template}" for kind in ("te
          for template in ("", "-template")}
 FORMULAS = (("table-cell", "formula"), ("content-validation", "condition"))     # elements, attributes
 STRING_VALUE = f"{{{OFFICE}}}string-value"      # a formula's cached text result
+REFERENCES = tuple(f"{{{TEXT}}}{kind}-ref" for kind in ("bookmark", "reference", "sequence"))
 HINTS = {f"{{{TEXT}}}soft-page-break"}          # where the last layout broke a page: redone on opening
 
 
@@ -80,6 +81,23 @@ class OdfParagraph(Paragraph):
                     element.set(f"{{{FO}}}country", country)
 
 
+class References(PlainText):
+    """The words a paragraph's cross-references show (text:bookmark-ref, text:reference-ref,
+    text:sequence-ref: a heading's text, "Abbildung 3"), which OdfParagraph moves whole: each
+    translated as a sentence of its own, in its element."""
+
+    def __init__(self, element):
+        self.references = [r for r in element.iter(*REFERENCES) if len(r) == 0 and (r.text or "").strip()
+                           and next(r.iterancestors(t("p"), t("h"))) is element]      # not a note's, inside
+        super().__init__(element, "\n".join(r.text for r in self.references))
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        super().rewrite(translation, locale)
+        if len(texts := self.translated.split("\n")) == len(self.references):
+            for reference, text in zip(self.references, texts):
+                reference.text = text
+
+
 def translate_opendocument(translator, document: bytes, to=None, options=None, *, from_lang: str = "auto",
                            glossary=None, **overrides) -> bytes:
     """`document`, an .odt, .odp or .ods file's bytes, with its text translated into `to` and all else kept."""
@@ -93,7 +111,8 @@ def translate_opendocument(translator, document: bytes, to=None, options=None, *
         raise TranslationError("the file has a password: save it without one")
     parts = ["content.xml"] + (["styles.xml"] if "text" in kind and "styles.xml" in entries else [])
     trees = {name: parse_part(name, entries[name]) for name in parts}
-    paragraphs = [OdfParagraph(p) for tree in trees.values() for p in tree.iter(*OdfParagraph.TAGS)]
+    paragraphs = [reader(p) for tree in trees.values() for p in tree.iter(*OdfParagraph.TAGS)
+                  for reader in (OdfParagraph, References)]
     locale = translate_paragraphs(translator, paragraphs, to, options, from_lang, glossary, overrides)
     if "spreadsheet" in kind:
         follow_cells(trees["content.xml"], paragraphs)
@@ -116,7 +135,8 @@ def follow_cells(tree, paragraphs: list) -> None:
     texts = {}
     for p in paragraphs:
         cell = p.element.getparent()
-        if p.has_words and cell.tag == f"{{{TABLE}}}table-cell" and len(cell.findall(t("p"))) == 1:
+        if (isinstance(p, OdfParagraph) and p.has_words and cell.tag == f"{{{TABLE}}}table-cell"
+                and len(cell.findall(t("p"))) == 1):
             texts.setdefault(p.text.casefold(), OdfParagraph(p.element).text)    # compared without case
     if not texts:
         return

@@ -145,3 +145,14 @@ def test_a_spreadsheets_formulas_lists_and_filters_follow_its_cells(fixture_tran
     assert next(tree.iter(f"{table}content-validation")).get(f"{table}condition") == \
         f'of:cell-content-is-in-list("{bananas}";"{other}")'
     assert next(tree.iter(f"{table}filter-condition")).get(f"{table}value") == bananas
+
+
+def test_the_words_a_cross_reference_shows_are_translated_in_it(fixture_translator):
+    reference = f'<text:bookmark-ref text:reference-format="text" text:ref-name="Ziel">{GERMAN[18]}</text:bookmark-ref>'
+    page = '<text:bookmark-ref text:reference-format="page" text:ref-name="Ziel">3</text:bookmark-ref>'
+    body = f'<text:p>{GERMAN[10]} {reference} {page}</text:p>'
+    tree = part(translate(fixture_translator, odt(body)))
+    refs = list(tree.iter(f"{{{TEXT}}}bookmark-ref"))
+    assert [r.text for r in refs] == [ENGLISH[18], "3"]
+    assert [r.get(f"{{{TEXT}}}ref-name") for r in refs] == ["Ziel", "Ziel"]
+    assert paragraphs(translate(fixture_translator, odt(body)))[0].startswith(ENGLISH[10])
