@@ -359,6 +359,23 @@ class PlainText(Paragraph):
                                   for text, number, _ in pieces).strip(" ")
 
 
+class PlainTexts(PlainText):
+    """Short texts an element holds apart (a list's items, a paragraph's field results), one sentence
+    each. A subclass names the element (TAGS) and writes each translation back (`write`)."""
+
+    def __init__(self, element, sources: list[str]):
+        self.sources = sources
+        super().__init__(element, "\n".join(sources))
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        super().rewrite(translation, locale)
+        if len(texts := self.translated.split("\n")) == len(self.sources):
+            self.write(texts)
+
+    def write(self, translations: list[str]) -> None:
+        raise NotImplementedError
+
+
 class ElementText(PlainText):
     """The text of one element (a chart's cached label, an earlier PowerPoint's comment). A subclass
     names the elements (TAGS), and may read an element as having none (`read_text`)."""

@@ -13,7 +13,7 @@ translation, and so do a spreadsheet's formulas that name a cell's text (follow_
 from __future__ import annotations
 
 from .errors import TranslationError
-from .office import (OLE, Paragraph, PlainText, other_language, parse_part, serialize, translate_paragraphs,
+from .office import (OLE, Paragraph, PlainTexts, other_language, parse_part, serialize, translate_paragraphs,
                      unzip, write_package)
 from .workbook_references import formula
 
@@ -81,7 +81,7 @@ class OdfParagraph(Paragraph):
                     element.set(f"{{{FO}}}country", country)
 
 
-class References(PlainText):
+class References(PlainTexts):
     """The words a paragraph's cross-references show (text:bookmark-ref, text:reference-ref,
     text:sequence-ref: a heading's text, "Abbildung 3"), which OdfParagraph moves whole: each
     translated as a sentence of its own, in its element."""
@@ -89,13 +89,11 @@ class References(PlainText):
     def __init__(self, element):
         self.references = [r for r in element.iter(*REFERENCES) if len(r) == 0 and (r.text or "").strip()
                            and next(r.iterancestors(t("p"), t("h"))) is element]      # not a note's, inside
-        super().__init__(element, "\n".join(r.text for r in self.references))
+        super().__init__(element, [r.text for r in self.references])
 
-    def rewrite(self, translation: str, locale: str) -> None:
-        super().rewrite(translation, locale)
-        if len(texts := self.translated.split("\n")) == len(self.references):
-            for reference, text in zip(self.references, texts):
-                reference.text = text
+    def write(self, translations: list[str]) -> None:
+        for reference, text in zip(self.references, translations):
+            reference.text = text
 
 
 def translate_opendocument(translator, document: bytes, to=None, options=None, *, from_lang: str = "auto",

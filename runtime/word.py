@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 
 from .drawingml import DRAWINGS, PictureDescription
-from .office import AttributeText, Format, Paragraph, PlainText, other_language, translate_package
+from .office import AttributeText, Format, Paragraph, PlainTexts, other_language, translate_package
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
@@ -146,7 +146,7 @@ class WordParagraph(Paragraph):
                 lang.set(w("val"), locale)
 
 
-class FieldResults(PlainText):
+class FieldResults(PlainTexts):
     """The results of a paragraph's cross-references and hyperlink fields (REF, STYLEREF, HYPERLINK),
     which WordParagraph keeps whole: each translated as a sentence of its own, into its first w:t
     (Word writes a new result there when it updates the field)."""
@@ -156,14 +156,10 @@ class FieldResults(PlainText):
     def __init__(self, element):
         tracked = any(child.tag in TRACKED for child in element.iter())
         self.results = [] if tracked else field_results(element)
-        super().__init__(element, "\n".join("".join(t.text or "" for t in result) for result in self.results))
+        super().__init__(element, ["".join(t.text or "" for t in result) for result in self.results])
 
-    def rewrite(self, translation: str, locale: str) -> None:
-        super().rewrite(translation, locale)
-        texts = self.translated.split("\n")
-        if len(texts) != len(self.results):
-            return
-        for result, text in zip(self.results, texts):
+    def write(self, translations: list[str]) -> None:
+        for result, text in zip(self.results, translations):
             for t, part in zip(result, [text] + [""] * (len(result) - 1)):
                 t.text = part
                 if part != part.strip():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .office import PlainText, parse_part
+from .office import PlainTexts, parse_part
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 TABLE = "application/vnd.openxmlformats-officedocument.spreadsheetml.table+xml"
@@ -40,24 +40,26 @@ def cell_value(element) -> str:
                    for child in element if child.tag in (s("t"), s("r")))
 
 
-class ListChoices(PlainText):
-    """A drop-down list's own items (`"Ja,Nein"`), each a sentence. follow_translation writes them back,
-    an item that is also a cell's text as that cell reads now."""
+class ListChoices(PlainTexts):
+    """A drop-down list's own items (`"Ja,Nein"`), each a sentence. An item that is also a cell's text
+    takes that cell's translation (follow_translation, which writes them once the cells are done)."""
 
     TAGS = (f"{{{S}}}formula1",)
 
     def __init__(self, element):
         literal = STRING.fullmatch(element.text or "") if element.getparent().get("type") == "list" else None
-        self.choices = literal.group(1).replace('""', '"').split(",") if literal else []
-        super().__init__(element, "\n".join(self.choices))
+        super().__init__(element, literal.group(1).replace('""', '"').split(",") if literal else [])
+        self.translations = None
 
-    def write(self, texts: dict) -> None:
-        """The translated items written back, unless that would pass Excel's limit."""
-        translated = self.translated.split("\n") if self.translated is not None else []
-        if len(translated) != len(self.choices):
+    def write(self, translations: list[str]) -> None:
+        self.translations = translations
+
+    def follow(self, texts: dict) -> None:
+        """The items written back, unless that would pass Excel's limit."""
+        if self.translations is None:
             return
         items = ",".join(re.sub(r"\s*,\s*", " ", texts.get(source.casefold(), new))     # a comma parts items
-                         for source, new in zip(self.choices, translated))
+                         for source, new in zip(self.sources, self.translations))
         if len(items) <= MAX_LIST:
             self.element.text = '"' + items.replace('"', '""') + '"'
 
@@ -76,8 +78,8 @@ def follow_translation(entries: dict, types: dict, trees: dict, paragraphs: list
         if name in sheets and rename_columns(trees[name], trees[sheets[name]], strings, columns):
             changed |= {name, sheets[name]}
     for p in paragraphs:
-        if isinstance(p, ListChoices) and p.has_words:     # its sheet has words: it is written anyway
-            p.write(texts)
+        if isinstance(p, ListChoices):          # its sheet has words, so it is written anyway
+            p.follow(texts)
     for name, tree in trees.items():
         if follow(tree, texts, columns):
             changed.add(name)

@@ -126,12 +126,12 @@ def test_a_lists_items_take_their_cells_translation_and_a_list_too_long_for_exce
                              '</formula1></dataValidation><dataValidation type="list"><formula1>$A$1:$A$3'
                              '</formula1></dataValidation></dataValidations>')
     literal, reference = (ListChoices(e) for e in sheet.iter(f"{{{S}}}formula1"))
-    assert (literal.choices, literal.text, reference.has_words) == (["Ja", "Nein"], "JaNein", False)
-    literal.translated = "Yes\nNo, never"
-    literal.write({"ja": "Yes!"})
+    assert (literal.sources, literal.text, reference.has_words) == (["Ja", "Nein"], "JaNein", False)
+    literal.rewrite("Yes<br class=\"o1\">No, never", "en-US")
+    literal.follow({"ja": "Yes!"})
     assert literal.element.text == '"Yes!,No never"'                # a comma would part the item
-    literal.translated = "Yes\n" + "x" * 255
-    literal.write({})
+    literal.rewrite("Yes<br class=\"o1\">" + "x" * 255, "en-US")
+    literal.follow({})
     assert literal.element.text == '"Yes!,No never"'
 
 
