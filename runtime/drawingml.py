@@ -45,6 +45,8 @@ class DrawingParagraph(Paragraph):
         if child.tag == a("r") and child.find(a("t")) is not None:
             self.add_characters(child.find(a("t")).text or "", child.find(a("rPr")), link, a("t"), {"\t": "tab"})
         else:                       # a:br, a:fld (the slide number, a date), a formula
+            if child.tag == a("fld") and child.get("type") == "slidenum":
+                self.numbers[len(self.items)] = child.findtext(a("t")) or ""     # shown to the model
             self.items.append(("object", child, "br" if child.tag == a("br") else "img", link))
 
     def run(self, text: str, rpr):

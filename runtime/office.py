@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import io
+import itertools
 import re
 import zipfile
 from collections import Counter
@@ -198,9 +199,11 @@ class Paragraph:
         self.items: list[tuple] = []
         self.properties: dict[str, object] = {}        # key -> the run properties it stands for (or None)
         self.links: list = []                          # elements that wrap runs (a hyperlink, a form's field)
+        self.numbers: dict[int, str] = {}              # object -> the number it shows (a page number's field)
         if not self.tracked:
             self.read_content()
         self.text = "".join(text for kind, text, *_ in self.items if kind == "text")
+        self.numbers = distinct_numbers(self.numbers, self.text)
         self.has_words = bool(self.text.strip())
         counts = Counter()
         for kind, text, key, _ in self.items:
@@ -264,7 +267,8 @@ class Paragraph:
 
     def fragment(self) -> str:
         """The paragraph as HTML: the most common formatting bare, others as <span class="sN">, links as
-        <span class="hN">, objects as <img class="oN"> or <br class="oN">."""
+        <span class="hN">, objects as <img class="oN"> or <br class="oN">, and an object that shows a
+        number as <span class="oN">7</span>: "Seite 7 von 9" translates, "Seite von" lost its "of"."""
         keys = list(self.properties)
         out, open_link = [], None
         for number, (kind, value, detail, link) in enumerate(self.items):
@@ -272,7 +276,9 @@ class Paragraph:
                 out.append(("</span>" if open_link is not None else "") +
                            (f'<span class="h{link}">' if link is not None else ""))
                 open_link = link
-            if kind == "object":
+            if kind == "object" and number in self.numbers:
+                out.append(f'<span class="o{number}">{self.numbers[number]}</span>')
+            elif kind == "object":
                 tag, spacer = ("br", "") if detail == "br" else ("img", " " if detail == "tab" else "")
                 out.append(f'{spacer}<{tag} class="o{number}">{spacer}')      # a tab parts words, as a space
             elif detail == self.base:
@@ -308,7 +314,7 @@ class Paragraph:
                 for element in self._elements(value):
                     element.tail = None                 # the text after it was read, and is written anew
                     holder.append(element)
-                spaced = spaced or kind in ("br", "tab")
+                spaced = kind in ("br", "tab") or (spaced and number not in self.numbers)   # a number is a word
                 continue
             following = pieces[index + 1] if index + 1 < len(pieces) else (None, None, None)
             text = text.lstrip() if spaced else text           # one space between words, whatever lies between
@@ -328,6 +334,18 @@ class Paragraph:
         if isinstance(value, tuple):
             return [self.run_of(*value)]
         return [value]
+
+
+def distinct_numbers(numbers: dict[int, str], text: str) -> dict[int, str]:
+    """`numbers` with each made a number that neither the text nor another object shows, so that the
+    word it becomes in the translation is its own (a field's last result is kept where it is one)."""
+    taken = set(re.findall(r"\d+", text))
+    fresh = (str(n) for n in itertools.count(1) if str(n) not in taken)
+    out = {}
+    for number, shown in numbers.items():
+        out[number] = shown if shown.isdigit() and shown not in taken else next(fresh)
+        taken.add(out[number])
+    return out
 
 
 def translated_pieces(translation: str, objects: int) -> list[tuple]:
@@ -422,20 +440,24 @@ class _Reader(HTMLParser):
     def handle_starttag(self, tag, attrs):
         name = dict(attrs).get("class") or ""
         kind, number = name[:1], int(name[1:]) if name[1:].isdigit() else -1
-        if tag in ("img", "br"):
+        if tag in ("img", "br") or (tag == "span" and kind == "o"):         # a span: a number it showed
             if kind == "o" and 0 <= number < self.objects and number not in self.seen:
                 self.seen.add(number)
                 self.pieces.append((None, number, None))
-        elif tag == "span":
-            self.stack.append((kind, number) if kind in "sh" else None)
+        if tag == "span":
+            self.stack.append((kind, number) if kind in "sho" else None)
 
-    handle_startendtag = handle_starttag
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        self.handle_endtag(tag)
 
     def handle_endtag(self, tag):
         if tag == "span" and self.stack:
             self.stack.pop()
 
     def handle_data(self, data):
+        if any(entry and entry[0] == "o" for entry in self.stack):
+            return                                  # the number an object showed: the object stands for it
         style = next((entry[1] for entry in reversed(self.stack) if entry and entry[0] == "s"), None)
         link = next((entry[1] for entry in reversed(self.stack) if entry and entry[0] == "h"), None)
         self.pieces.append((data, style, link))

@@ -26,6 +26,7 @@ KINDS = {f"application/vnd.oasis.opendocument.{kind}{template}" for kind in ("te
          for template in ("", "-template")}
 FORMULAS = (("table-cell", "formula"), ("content-validation", "condition"))     # elements, attributes
 STRING_VALUE = f"{{{OFFICE}}}string-value"      # a formula's cached text result
+NUMBERS = {f"{{{TEXT}}}{kind}" for kind in ("page-number", "page-count", "sequence")}   # shown to the model
 REFERENCES = tuple(f"{{{TEXT}}}{kind}-ref" for kind in ("bookmark", "reference", "sequence"))
 HINTS = {f"{{{TEXT}}}soft-page-break"}          # where the last layout broke a page: redone on opening
 
@@ -55,6 +56,8 @@ class OdfParagraph(Paragraph):
                 self.add_text(" " * int(child.get(t("c"), "1") or 1), styles, link)
             elif child.tag not in HINTS:
                 kind = {t("tab"): "tab", t("line-break"): "br"}.get(child.tag, "img")
+                if child.tag in NUMBERS:
+                    self.numbers[len(self.items)] = child.text or ""
                 self.items.append(("object", child, kind, link))     # a note, a frame, a field, a bookmark
             if child.tail:
                 self.add_text(child.tail, styles, link)

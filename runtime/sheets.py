@@ -12,9 +12,10 @@ part stay as they are.
 from __future__ import annotations
 
 import copy
+import re
 
 from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
-from .office import Format, Paragraph, translate_package
+from .office import Format, Paragraph, PlainText, translate_package, translated_pieces
 from .workbook_references import ListChoices, cell_value, follow_translation
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -23,6 +24,11 @@ MACROS = "application/vnd.ms-excel."           # .xlsm and .xltm
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 DRAWING = "application/vnd.openxmlformats-officedocument.drawing+xml"     # a sheet's shapes and text boxes
 CONTROLS = {"\t": "tab", "\n": "br"}
+# A header's or footer's codes: its sections (&L, &C, &R), a page number (&P), a font ("&"Arial,Bold"),
+# a size (&12), a colour (&KFF0000), a literal & (&&), ...
+SECTIONS = ("&L", "&C", "&R")
+PAGE_NUMBERS = ("&P", "&N")             # shown to the model as numbers: "Seite 1 von 2", not "Seite von"
+HEADER_CODE = re.compile(r'&(?:"[^"]*"|\d+|K[0-9A-Fa-f]{6}|K\d{2}[+-]\d{3}|[LCR]|.)', re.DOTALL)
 
 
 def s(tag: str) -> str:
@@ -71,12 +77,44 @@ class CellText(Paragraph):
             self.element.insert(0, t)
 
 
+class HeaderFooter(PlainText):
+    """A sheet's printed header or footer ("&LBericht&RSeite &P von &N"): its words translated, each
+    section a sentence of its own, its codes kept where their words go."""
+
+    TAGS = tuple(s(f"{pages}{part}") for pages in ("odd", "even", "first") for part in ("Header", "Footer"))
+
+    def __init__(self, element):
+        super().__init__(element, element.text or "")
+
+    def read_content(self) -> None:
+        start = 0
+        for code in HEADER_CODE.finditer(self.source):
+            if self.source[start:code.start()]:
+                self.add_text(self.source[start:code.start()], None, None)
+            if code.group() == "&&":
+                self.add_text("&", None, None)
+            else:
+                if code.group() in PAGE_NUMBERS:
+                    self.numbers[len(self.items)] = ""
+                self.items.append(("object", code.group(), "br" if code.group() in SECTIONS else "img", None))
+            start = code.end()
+        if self.source[start:]:
+            self.add_text(self.source[start:], None, None)
+
+    def rewrite(self, translation: str, locale: str) -> None:
+        pieces = translated_pieces(translation, len(self.items))
+        found = {number for text, number, _ in pieces if text is None}
+        pieces += [(None, n, None) for n, item in enumerate(self.items) if item[0] == "object" and n not in found]
+        self.element.text = "".join(self.items[number][1] if text is None else text.replace("&", "&&")
+                                    for text, number, _ in pieces)
+
+
 MAIN = frozenset({SML + "sheet.main+xml", SML + "template.main+xml", MACROS + "sheet.macroEnabled.main+xml",
                   MACROS + "template.macroEnabled.main+xml"})
 XLSX = Format(
     name="an Excel workbook", suffix=".xlsx", old="Excel .xls", main=MAIN,
     parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "comments+xml"}, (CellText,)),
-           SML + "worksheet+xml": (CellText, ListChoices),
+           SML + "worksheet+xml": (CellText, ListChoices, HeaderFooter),
            **DRAWINGS, DRAWING: (DrawingParagraph, PictureDescription)},
     follow=follow_translation)
 

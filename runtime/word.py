@@ -33,6 +33,7 @@ WRAPPERS = {w("smartTag"), w("customXml")}      # old markers around words: thei
 HINTS = {w(tag) for tag in ("proofErr", "lastRenderedPageBreak", "softHyphen")}   # Word redoes them
 WORDS = {w("t"), w("noBreakHyphen")}
 FIXED_CONTROLS = {w("dataBinding"), "{http://schemas.microsoft.com/office/word/2010/wordml}checkbox"}
+NUMBER_FIELDS = {"PAGE", "NUMPAGES", "SECTIONPAGES", "PAGEREF", "SEQ"}     # shown to the model as their number
 WORDED_FIELDS = {"REF", "STYLEREF", "HYPERLINK"}    # whose result is words; others (a page number, a merge field) stay
 
 
@@ -46,7 +47,7 @@ class WordParagraph(Paragraph):
         self._field: list | None = None                 # the runs of an open complex field
         self._depth = 0
         self._code_end = 0                              # where the open field's result begins, in _field
-        self._field_link = None
+        self._field_link, self._field_item = None, 0    # its link, and its object's place in items
         self.wrapped: set = set()                       # controls whose properties a rewrite has moved
         super().__init__(element)
 
@@ -82,7 +83,7 @@ class WordParagraph(Paragraph):
     def _read_field(self, child, link) -> None:
         """A complex field from its begin to its end, kept as one object."""
         if self._field is None:
-            self._field, self._code_end, self._field_link = [], 0, link
+            self._field, self._code_end, self._field_link, self._field_item = [], 0, link, len(self.items)
             self.items.append(("object", self._field, "img", link))
         self._field.append(child)
         for mark in child.iter(w("fldChar")):
@@ -91,6 +92,10 @@ class WordParagraph(Paragraph):
             if kind == "separate" and self._depth == 1:
                 self._code_end = len(self._field)
         if self._depth <= 0:
+            code = "".join(t.text or "" for run in self._field for t in run.iter(w("instrText")))
+            if _keyword(code) in NUMBER_FIELDS:
+                result = [t.text or "" for run in self._field[self._code_end:] for t in run.iter(w("t"))]
+                self.numbers[self._field_item] = "".join(result)
             self._field, self._depth = None, 0
 
     def _read_run(self, run, link) -> None:

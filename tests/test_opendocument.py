@@ -156,3 +156,19 @@ def test_the_words_a_cross_reference_shows_are_translated_in_it(fixture_translat
     assert [r.text for r in refs] == [ENGLISH[18], "3"]
     assert [r.get(f"{{{TEXT}}}ref-name") for r in refs] == ["Ziel", "Ziel"]
     assert paragraphs(translate(fixture_translator, odt(body)))[0].startswith(ENGLISH[10])
+
+
+def test_a_page_number_shows_the_model_a_number_and_stays_whole():
+    """"Seite <page-number/> von <page-count/>" reads as "Seite 1 von 2" to the model (as "Seite von"
+    it dropped the "of"), and both fields come back as they were."""
+    from mtkit.runtime.opendocument import OdfParagraph
+
+    body = ('<text:p>Seite <text:page-number text:select-page="current">1</text:page-number> von '
+            '<text:page-count>1</text:page-count></text:p>')
+    element = next(part(odt(body)).iter(f"{{{TEXT}}}p"))
+    words = OdfParagraph(element)
+    assert words.fragment() == 'Seite <span class="o1">1</span> von <span class="o3">2</span>'
+    words.rewrite('Page <span class="o1">1</span> of <span class="o3">2</span>', "en-US")
+    assert "".join(element.itertext()) == "Page 1 of 1"
+    assert [child.tag.split("}")[1] for child in element.iter() if child is not element] == \
+        ["span", "page-number", "span", "page-count"]

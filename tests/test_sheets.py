@@ -9,11 +9,11 @@ import zipfile
 
 import pytest
 from lxml import etree
-from office_files import cell_texts, docx, paragraph, slide_paragraph, xlsx
+from office_files import cell_texts, docx, paragraph, slide_paragraph, xlsx, zipped
 
 from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
-from mtkit.runtime.sheets import S
+from mtkit.runtime.sheets import S, HeaderFooter
 
 GREEDY = {"beam_size": 1}
 BOLD = "<rPr><b/></rPr>"
@@ -103,3 +103,19 @@ def test_a_charts_series_names_and_category_labels_are_translated_and_its_number
     chart = part(out, "xl/charts/chart1.xml")
     values = [v.text for v in chart.iter("{http://schemas.openxmlformats.org/drawingml/2006/chart}v")]
     assert values == [ENGLISH[2], ENGLISH[3], ENGLISH[4], ENGLISH[5], "12.5", "7"]
+
+
+def test_a_sheets_printed_header_and_footer_are_translated_and_their_codes_kept(fixture_translator):
+    footer = f'&amp;L{GERMAN[6]}&amp;C&amp;P / &amp;N&amp;R&amp;"Arial,Fett"&amp;12{GERMAN[18]}'
+    with zipfile.ZipFile(io.BytesIO(xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>'))) as z:
+        entries = {name: z.read(name) for name in z.namelist()}
+    sheet = "xl/worksheets/sheet1.xml"
+    entries[sheet] = entries[sheet].replace(b"</worksheet>", f"<headerFooter><oddFooter>{footer}</oddFooter>"
+                                                             "</headerFooter></worksheet>".encode())
+    out = translate(fixture_translator, zipped(entries))
+    assert part(out, sheet).findtext(f".//{{{S}}}oddFooter") == f'&L{ENGLISH[6]}&C&P / &N&R&"Arial,Fett"&12{ENGLISH[18]}'
+    element = etree.fromstring(f'<oddHeader xmlns="{S}">&amp;CM&amp;&amp;M &amp;P</oddHeader>')
+    header = HeaderFooter(element)
+    assert header.text == "M&M " and header.fragment() == '<br class="o0">M&amp;M <span class="o2">1</span>'
+    header.rewrite('<br class="o0">M&amp;M Page <span class="o2">1</span>', "en-US")   # a literal & doubles again
+    assert element.text == "&CM&&M Page &P"

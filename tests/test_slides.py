@@ -121,3 +121,14 @@ def test_comments_old_and_new_are_translated(fixture_translator):
     assert [t.text for t in part(out, "ppt/comments/comment1.xml").iter(
         "{http://schemas.openxmlformats.org/presentationml/2006/main}text")] == [ENGLISH[1]]
     assert slide_texts(out, "ppt/comments/modernComment_1.xml") == [ENGLISH[2]]
+
+
+def test_a_slide_number_field_shows_the_model_a_number_and_stays_whole():
+    from mtkit.runtime.drawingml import A, DrawingParagraph
+
+    element = etree.fromstring(f'<a:p xmlns:a="{A}"><a:r><a:t>Folie </a:t></a:r><a:fld id="{{1}}" type="slidenum">'
+                               '<a:t>‹#›</a:t></a:fld><a:r><a:t> von 9</a:t></a:r></a:p>')
+    words = DrawingParagraph(element)
+    assert words.fragment() == 'Folie <span class="o1">1</span> von 9'
+    words.rewrite('Slide <span class="o1">1</span> of 9', "en-US")
+    assert "".join(element.itertext()) == "Slide ‹#› of 9" and element[1].get("type") == "slidenum"

@@ -293,3 +293,17 @@ def test_a_table_of_contents_first_entry_is_translated_like_the_others(fixture_t
     assert [f.get(f"{{{W}}}fldCharType") for f in tree.iter(f"{{{W}}}fldChar")] == \
         ["begin", "separate", "begin", "separate", "end", "end"]
     assert next(tree.iter(f"{{{W}}}hyperlink")).get(f"{{{W}}}anchor") == "_Toc1"
+
+
+def test_a_page_number_field_shows_the_model_a_number_of_its_own_and_stays_whole():
+    """"Seite [PAGE] von [NUMPAGES]" reads to the model as "Seite 2 von 3" (it had read "Seite von" and
+    dropped the "of"); each number differs from the sentence's own, and the fields come back whole."""
+    from mtkit.runtime.word import WordParagraph
+
+    body = paragraph("Seite 1 ", field("PAGE", "1"), " von ", field("NUMPAGES", "12"), " ", field("REF x", "Ziel"))
+    element = part(docx(body))[0][0]
+    words = WordParagraph(element)
+    assert words.fragment() == 'Seite 1 <span class="o1">2</span> von <span class="o3">12</span> <img class="o5">'
+    words.rewrite('Page 1 <span class="o1">2</span> of <span class="o3">seven</span> <img class="o5">', "en-US")
+    assert "".join(t.text for t in element.iter(f"{{{W}}}t")) == "Page 1 1 of 12 Ziel"     # the fields' own results
+    assert [t.text.strip() for t in element.iter(f"{{{W}}}instrText")] == ["PAGE", "NUMPAGES", "REF x"]
