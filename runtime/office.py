@@ -203,13 +203,20 @@ class Paragraph:
         if not self.tracked:
             self.read_content()
         self.text = "".join(text for kind, text, *_ in self.items if kind == "text")
-        self.numbers = distinct_numbers(self.numbers, self.text)
+        self.numbers = distinct_numbers({n: shown for n, shown in self.numbers.items() if not self._after_tab(n)},
+                                        self.text)
         self.has_words = bool(self.text.strip())
         counts = Counter()
         for kind, text, key, _ in self.items:
             if kind == "text":
                 counts[key] += len(text.strip())
         self.base = counts.most_common(1)[0][0] if counts else None    # the formatting most of its words have
+
+    def _after_tab(self, number: int) -> bool:
+        """Whether item `number` follows a tab: a table of contents' page number, which is not part of
+        the sentence before it (shown as a number, it landed inside a German title's words)."""
+        before = [item for item in self.items[:number] if item[0] == "object" or item[1].strip()]
+        return bool(before) and before[-1][0] == "object" and before[-1][2] == "tab"
 
     def read_content(self) -> None:
         """`items` from the paragraph's children (a format with text between them reads it too)."""
