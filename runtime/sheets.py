@@ -3,8 +3,9 @@
 A cell's text lives in the shared strings (one si each), or inline in a sheet (is); a comment's in its
 text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own rules:
 a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
-East Asian text are kept after the runs. Charts (titles, series names, category labels) and the
-text of shapes are DrawingML (drawingml.py). Tables, formulas, filters and drop-down lists that name
+East Asian text are kept after the runs; a sheet's printed header and footer are translated with
+their codes kept (HeaderFooter). Charts (titles, series names, category labels) and the text of
+shapes are DrawingML (drawingml.py). Tables, formulas, filters and drop-down lists that name
 a cell's text follow its translation (workbook_references.py). Numbers, sheet names and every other
 part stay as they are.
 """
