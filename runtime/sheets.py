@@ -4,7 +4,7 @@ A cell's text lives in the shared strings (one si each), or inline in a sheet (i
 text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own rules:
 a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
 East Asian text are kept after the runs; a sheet's printed header and footer are translated with
-their codes kept (HeaderFooter). Charts (titles, series names, category labels) and the text of
+their codes kept (HeaderFooter), and so are Excel 365's threaded comments. Charts (titles, series names, category labels) and the text of
 shapes are DrawingML (drawingml.py). Tables, formulas, filters and drop-down lists that name
 a cell's text follow its translation (workbook_references.py). Numbers, sheet names and every other
 part stay as they are.
@@ -16,13 +16,14 @@ import copy
 import re
 
 from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
-from .office import Format, Paragraph, PlainText, translate_package, translated_pieces
+from .office import ElementText, Format, Paragraph, PlainText, translate_package, translated_pieces
 from .workbook_references import ListChoices, cell_value, follow_translation
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."
 MACROS = "application/vnd.ms-excel."           # .xlsm and .xltm
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+THREADED = "http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments"
 DRAWING = "application/vnd.openxmlformats-officedocument.drawing+xml"     # a sheet's shapes and text boxes
 CONTROLS = {"\t": "tab", "\n": "br"}
 # A header's or footer's codes: its sections (&L, &C, &R), a page number (&P), a font ("&"Arial,Bold"),
@@ -110,12 +111,23 @@ class HeaderFooter(PlainText):
                                     for text, number, _ in pieces)
 
 
+class ThreadedComment(ElementText):
+    """A post of an Excel 365 comment thread (the comments part holds an older copy of the thread, for
+    older Excels). One with @mentions stays as written: they point into its text by position."""
+
+    TAGS = (f"{{{THREADED}}}text",)
+
+    def read_text(self, element) -> str:
+        return "" if element.getparent().find(f"{{{THREADED}}}mentions") is not None else element.text or ""
+
+
 MAIN = frozenset({SML + "sheet.main+xml", SML + "template.main+xml", MACROS + "sheet.macroEnabled.main+xml",
                   MACROS + "template.macroEnabled.main+xml"})
 XLSX = Format(
     name="an Excel workbook", suffix=".xlsx", old="Excel .xls", main=MAIN,
     parts={**dict.fromkeys({SML + "sharedStrings+xml", SML + "comments+xml"}, (CellText,)),
            SML + "worksheet+xml": (CellText, ListChoices, HeaderFooter),
+           "application/vnd.ms-excel.threadedcomments+xml": (ThreadedComment,),
            **DRAWINGS, DRAWING: (DrawingParagraph, PictureDescription)},
     follow=follow_translation)
 

@@ -119,3 +119,20 @@ def test_a_sheets_printed_header_and_footer_are_translated_and_their_codes_kept(
     assert header.text == "M&M " and header.fragment() == '<br class="o0">M&amp;M <span class="o2">1</span>'
     header.rewrite('<br class="o0">M&amp;M Page <span class="o2">1</span>', "en-US")   # a literal & doubles again
     assert element.text == "&CM&&M Page &P"
+
+
+def test_excel_365_threaded_comments_are_translated_and_one_with_mentions_kept(fixture_translator):
+    threaded = "http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments"
+    with zipfile.ZipFile(io.BytesIO(xlsx([f"<t>{GERMAN[0]}</t>"], '<c r="A1" t="s"><v>0</v></c>'))) as z:
+        entries = {name: z.read(name) for name in z.namelist()}
+    entries["[Content_Types].xml"] = entries["[Content_Types].xml"].replace(
+        b"</Types>", b'<Override PartName="/xl/threadedComments/threadedComment1.xml" '
+                     b'ContentType="application/vnd.ms-excel.threadedcomments+xml"/></Types>')
+    entries["xl/threadedComments/threadedComment1.xml"] = (
+        f'<ThreadedComments xmlns="{threaded}"><threadedComment ref="A1" id="{{1}}"><text>{GERMAN[5]}\n'
+        f'{GERMAN[6]}</text></threadedComment><threadedComment ref="A1" id="{{2}}" parentId="{{1}}"><text>'
+        f'@Tom {GERMAN[7]}</text><mentions><mention startIndex="0" length="4"/></mentions></threadedComment>'
+        '</ThreadedComments>').encode()
+    out = translate(fixture_translator, zipped(entries))
+    texts = [t.text for t in part(out, "xl/threadedComments/threadedComment1.xml").iter(f"{{{threaded}}}text")]
+    assert texts == [f"{ENGLISH[5]}\n{ENGLISH[6]}", f"@Tom {GERMAN[7]}"]
