@@ -3,8 +3,8 @@
 An Excel table's column names must equal its header cells (Excel "repairs" a workbook where they
 differ, dropping the table), so each column takes its header cell's translation, made unique in its
 table. Formulas name columns in structured references (`Sales[Total]`, `[@Total]`), and compare
-cells with text (`=IF(A1="Ja"; ...)`, `COUNTIF(B:B; "offen")`), as do filters, drop-down lists and
-conditional formats: a column's new name and any text that is a cell's whole text take their
+cells with text (`=IF(A1="Ja"; ...)`, `COUNTIF(B:B; "offen")`), as do filters, drop-down lists,
+conditional formats and pivot tables' caches: a column's new name and any text that is a cell's whole text take their
 translation, so the workbook computes what it computed before. Other text in formulas stays.
 """
 
@@ -26,7 +26,14 @@ ESCAPED = re.compile(r"'(.)")
 SPECIAL = re.compile(r"([\[\]#'])")                   # escaped by ' in a structured reference
 MAX_LIST = 255                                          # characters Excel allows a drop-down list's literal
 CELL = re.compile(r"\$?([A-Z]+)\$?(\d+)")
-TEXT_ATTRIBUTES = (("filter", "val"), ("customFilter", "val"), ("cfRule", "text"), ("tableColumn", "totalsRowLabel"))
+TEXT_ATTRIBUTES = (("filter", "val"), ("customFilter", "val"), ("cfRule", "text"), ("tableColumn", "totalsRowLabel"),
+                   # a pivot table's cache (its fields are the source's header cells, its items their values)
+                   # and its own captions, which its cells show
+                   ("cacheField", "name"), ("s", "v"), ("dataField", "name"), ("pivotField", "name"), ("item", "n"),
+                   ("pivotTableDefinition", "dataCaption"), ("pivotTableDefinition", "rowHeaderCaption"),
+                   ("pivotTableDefinition", "colHeaderCaption"))
+PIVOTS = {f"application/vnd.openxmlformats-officedocument.spreadsheetml.{kind}+xml"
+          for kind in ("pivotCacheDefinition", "pivotCacheRecords", "pivotTable")}
 FORMULAS = ("f", "formula", "formula1", "formula2", "calculatedColumnFormula", "totalsRowFormula")
 
 
@@ -71,7 +78,8 @@ def follow_translation(entries: dict, types: dict, trees: dict, paragraphs: list
         if p.has_words and p.element.tag in (s("si"), s("is")):
             texts.setdefault(p.value.casefold(), cell_value(p.element))   # Excel compares text without case
     tables = [name for name in entries if types.get(name) == TABLE]
-    for name in tables + [n for n in entries if types.get(n, "").endswith(".main+xml") and n not in trees]:
+    others = [n for n in entries if n not in trees and (types.get(n) in PIVOTS or types.get(n, "").endswith(".main+xml"))]
+    for name in tables + others:
         trees[name] = parse_part(name, entries[name])
     columns, changed, strings, sheets = {}, set(), shared_strings(types, trees), owners(entries, trees)
     for name in tables:

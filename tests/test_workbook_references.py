@@ -139,3 +139,26 @@ def test_a_bare_column_after_a_special_item_is_renamed_too():
     """XlsxWriter writes [@Stunden] as [[#This Row],Stunden], which Excel reads."""
     assert formula("[[#This Row],Stunden]*2+Tab[[#Totals],[Stunden]]", {}, {"stunden": "Hours"}) == \
         "[[#This Row],Hours]*2+Tab[[#Totals],[Hours]]"
+
+
+def test_a_pivot_tables_cache_names_the_cells_as_they_now_read(fixture_translator):
+    """Its fields are the source's header cells and its items their values: as it was, a refresh met
+    fields it did not know."""
+    pivot = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+    with zipfile.ZipFile(io.BytesIO(workbook())) as z:
+        entries = {name: z.read(name) for name in z.namelist()}
+    entries["[Content_Types].xml"] = entries["[Content_Types].xml"].replace(b"</Types>", (
+        f'<Override PartName="/xl/pivotCache/pivotCacheDefinition1.xml" ContentType="{pivot}.pivotCacheDefinition+xml"/>'
+        f'<Override PartName="/xl/pivotTables/pivotTable1.xml" ContentType="{pivot}.pivotTable+xml"/></Types>').encode())
+    entries["xl/pivotCache/pivotCacheDefinition1.xml"] = (
+        f'<pivotCacheDefinition xmlns="{S}"><cacheFields><cacheField name="{HEADERS[0]}"><sharedItems>'
+        f'<s v="{VALUE}"/><s v="Nein"/></sharedItems></cacheField></cacheFields></pivotCacheDefinition>').encode()
+    entries["xl/pivotTables/pivotTable1.xml"] = (
+        f'<pivotTableDefinition xmlns="{S}" name="Pivot1" dataCaption="Werte"><dataFields>'
+        f'<dataField name="{HEADERS[1]}" fld="0"/></dataFields></pivotTableDefinition>').encode()
+    out = parts(fixture_translator.translate_xlsx(zipped(entries), "en", from_lang="de", beam_size=1))
+    cache, table = out["xl/pivotCache/pivotCacheDefinition1.xml"], out["xl/pivotTables/pivotTable1.xml"]
+    assert next(cache.iter(f"{{{S}}}cacheField")).get("name") == ENGLISH[6]
+    assert [s.get("v") for s in cache.iter(f"{{{S}}}s")] == [ENGLISH[16], "Nein"]      # "Nein": no cell's text
+    assert next(table.iter(f"{{{S}}}dataField")).get("name") == ENGLISH[18]
+    assert table.get("dataCaption") == "Werte"
