@@ -78,6 +78,8 @@ class WordParagraph(Paragraph):
                 if not grandchild.tag.endswith("Pr"):
                     self.read(grandchild, link)
         else:
+            if child.tag == w("fldSimple") and _keyword(child.get(w("instr"), "")) in NUMBER_FIELDS:
+                self.numbers[len(self.items)] = "".join(t.text or "" for t in child.iter(w("t")))
             self.items.append(("object", child, "img", None))
 
     def _read_field(self, child, link) -> None:

@@ -301,6 +301,8 @@ def test_a_page_number_field_shows_the_model_a_number_of_its_own_and_stays_whole
     from mtkit.runtime.word import WordParagraph
 
     body = paragraph("Seite 1 ", field("PAGE", "1"), " von ", field("NUMPAGES", "12"), " ", field("REF x", "Ziel"))
+    simple = paragraph("Seite ", '<w:fldSimple w:instr=" PAGE "><w:r><w:t>3</w:t></w:r></w:fldSimple>')
+    assert WordParagraph(part(docx(simple))[0][0]).fragment() == 'Seite <span class="o1">3</span>'
     element = part(docx(body))[0][0]
     words = WordParagraph(element)
     assert words.fragment() == 'Seite 1 <span class="o1">2</span> von <span class="o3">12</span> <img class="o5">'
