@@ -297,10 +297,7 @@ class Paragraph:
 
     def rewrite(self, translation: str, locale: str) -> None:
         """The paragraph's content replaced by runs built from `translation` (what `fragment` became)."""
-        pieces = translated_pieces(translation, len(self.items))
-        seen = {number for text, number, _ in pieces if text is None}
-        lost = [number for number, item in enumerate(self.items) if item[0] == "object" and number not in seen]
-        pieces += [(None, number, None) for number in lost]      # nothing is left out
+        pieces = self.pieces(translation)
         keys = list(self.properties)
         last = [child for child in self.element if child.tag in self.LAST]
         for child in list(self.element):
@@ -333,6 +330,14 @@ class Paragraph:
         for child in last:
             self.element.append(child)
         self.relabel(self.element, locale)
+
+    def pieces(self, translation: str) -> list[tuple]:
+        """`translation` read back (translated_pieces), with every object the translation lost put after
+        its words: nothing is left out."""
+        pieces = translated_pieces(translation, len(self.items))
+        seen = {number for text, number, _ in pieces if text is None}
+        return pieces + [(None, number, None) for number, item in enumerate(self.items)
+                         if item[0] == "object" and number not in seen]
 
     def _elements(self, value) -> list:
         """What an object puts back, made now, so that reading a paragraph changes nothing."""

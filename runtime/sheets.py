@@ -16,7 +16,7 @@ import copy
 import re
 
 from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
-from .office import ElementText, Format, Paragraph, PlainText, translate_package, translated_pieces
+from .office import ElementText, Format, Paragraph, PlainText, translate_package
 from .workbook_references import ListChoices, cell_value, follow_translation
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -104,11 +104,8 @@ class HeaderFooter(PlainText):
             self.add_text(self.source[start:], None, None)
 
     def rewrite(self, translation: str, locale: str) -> None:
-        pieces = translated_pieces(translation, len(self.items))
-        found = {number for text, number, _ in pieces if text is None}
-        pieces += [(None, n, None) for n, item in enumerate(self.items) if item[0] == "object" and n not in found]
         self.element.text = "".join(self.items[number][1] if text is None else text.replace("&", "&&")
-                                    for text, number, _ in pieces)
+                                    for text, number, _ in self.pieces(translation))
 
 
 class ThreadedComment(ElementText):

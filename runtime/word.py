@@ -43,7 +43,7 @@ class WordParagraph(Paragraph):
     TAGS, FIRST = (w("p"),), (w("pPr"),)
 
     def __init__(self, element):
-        self.tracked = any(child.tag in TRACKED for child in element.iter())
+        self.tracked = has_tracked_changes(element)
         self._field: list | None = None                 # the runs of an open complex field
         self._depth = 0
         self._code_end = 0                              # where the open field's result begins, in _field
@@ -161,8 +161,8 @@ class FieldResults(PlainTexts):
     TAGS = (w("p"),)
 
     def __init__(self, element):
-        tracked = any(child.tag in TRACKED for child in element.iter())
-        self.results = [] if tracked else field_results(element)
+        results = field_results(element)
+        self.results = results if results and not has_tracked_changes(element) else []    # kept as WordParagraph keeps it
         super().__init__(element, ["".join(t.text or "" for t in result) for result in self.results])
 
     def write(self, translations: list[str]) -> None:
@@ -171,6 +171,10 @@ class FieldResults(PlainTexts):
                 t.text = part
                 if part != part.strip():
                     t.set(XML_SPACE, "preserve")
+
+
+def has_tracked_changes(paragraph) -> bool:
+    return any(child.tag in TRACKED for child in paragraph.iter())
 
 
 def field_results(paragraph) -> list[list]:

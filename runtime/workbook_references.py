@@ -77,6 +77,11 @@ def follow_translation(entries: dict, types: dict, trees: dict, paragraphs: list
     for p in paragraphs:
         if p.has_words and p.element.tag in (s("si"), s("is")):
             texts.setdefault(p.value.casefold(), cell_value(p.element))   # Excel compares text without case
+    for p in paragraphs:
+        if isinstance(p, ListChoices):          # its sheet has words, so it is written anyway
+            p.follow(texts)
+    if not texts:
+        return set()                            # no cell was translated: nothing else names a new text
     tables = [name for name in entries if types.get(name) == TABLE]
     others = [n for n in entries if n not in trees and (types.get(n) in PIVOTS or types.get(n, "").endswith(".main+xml"))]
     for name in tables + others:
@@ -85,9 +90,6 @@ def follow_translation(entries: dict, types: dict, trees: dict, paragraphs: list
     for name in tables:
         if name in sheets and rename_columns(trees[name], trees[sheets[name]], strings, columns):
             changed |= {name, sheets[name]}
-    for p in paragraphs:
-        if isinstance(p, ListChoices):          # its sheet has words, so it is written anyway
-            p.follow(texts)
     for name, tree in trees.items():
         if follow(tree, texts, columns):
             changed.add(name)
