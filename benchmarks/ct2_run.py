@@ -67,14 +67,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--to", required=True, help="target language, e.g. en")
     parser.add_argument("--compute-type", default="default")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads per replica (0: CT2's default)")
+    parser.add_argument("--replicas", type=int, default=1, help="translators side by side (inter_threads)")
     parser.add_argument("--beam-size", type=int, default=DecodeOptions.beam_size)
     args = parser.parse_args(argv)
 
     info = read_info(args.model_dir)
     sp = spm.SentencePieceProcessor(model_file=str(args.model_dir / TOKENIZER_FILE))
     translator = ctranslate2.Translator(str(args.model_dir), device=args.device, compute_type=args.compute_type,
-                                       intra_threads=args.threads)
+                                       inter_threads=args.replicas, intra_threads=args.threads)
     opts = DecodeOptions(beam_size=args.beam_size, no_repeat_loop=0).for_model(info["max_positions"])   # CT2 has no loop ban
     sources = [source_tokens(sp, t, args.to, info["max_positions"]) for t in args.text]
     results = translator.translate_batch(sources, **translate_options(opts, max(map(len, sources))))

@@ -23,6 +23,14 @@ class EngineSpec:
     precision: str     # "fp32" | "int8" | "fp16"
     use_cache: bool = True
     budget: tuple[int, int] | None = None   # ort: (max_batch_tokens, max_batch_sentences); None = its default
+    # ct2: 0 = one translator using every thread (intra_threads), the whole request one batch; N = one
+    # replica per thread (inter_threads, one intra-op thread each) translating batches of at most N
+    # sentences side by side, CTranslate2's layout for throughput on few cores.
+    replica_batch: int = 0
+
+    def ct2_threads(self, threads: int) -> tuple[int, int]:
+        """(inter_threads, intra_threads) of a CTranslate2 engine given `threads`."""
+        return (threads, 1) if self.replica_batch else (1, threads)
 
     @property
     def ct2_model(self) -> str:
@@ -51,6 +59,14 @@ CPU_ENGINES = [
     EngineSpec("ct2-int8", "CTranslate2 int8", "ct2", "cpu", "int8"),
     # Where CTranslate2 uses Intel MKL (Intel CPUs) it also offers int16: one more candidate for its best.
     EngineSpec("ct2-int16", "CTranslate2 int16", "ct2", "cpu", "int16"),
+    # CTranslate2's replicas: on the 2-core Intel Xeon of session 35 its int8 beam throughput was 2.4-2.7x
+    # and its greedy latency 2.7-3.9x better this way than with two intra-op threads. Batches of 4
+    # sentences match our int8 decode budget (32 rows, two batches at a time, beam 4); 8 was CT2's best on
+    # Tatoeba dev there, 4 on newstest2013.
+    EngineSpec("ct2-int8-replicas4", "CTranslate2 int8, a replica per thread, batches of 4", "ct2", "cpu", "int8",
+               replica_batch=4),
+    EngineSpec("ct2-int8-replicas8", "CTranslate2 int8, a replica per thread, batches of 8", "ct2", "cpu", "int8",
+               replica_batch=8),
 ]
 GPU_ENGINES = [
     EngineSpec("torch-cuda", "PyTorch CUDA, KV cache", "torch", "cuda", "fp32"),
@@ -76,7 +92,8 @@ def decode_options(beam_size: int, max_positions: int):
 # Each engine is called as a user calls it, one request of --batch-size sentences, and batches it
 # its own way: our Translator by its defaults (`decode_budget.py`: on the int8 graphs 32 rows and
 # 1024 padded tokens in flight, so a beam-4 request of 32 decodes as length-sorted batches of at most 4
-# sentences, two at a time), CTranslate2 by its default (max_batch_size=0: one batch).
+# sentences, two at a time), CTranslate2 by its default (max_batch_size=0: one batch) or, with replicas,
+# in batches of `replica_batch` sentences, one per replica at a time.
 # Measured on the AMD EPYC (2 cores): one batch of 32 instead raised our peak RSS from 147 to 238 MB
 # at about the same speed (Tatoeba dev 1.04x, newstest2013 0.97x).
 
@@ -152,8 +169,10 @@ class Ct2Engine:
         directory = Path(artifacts[spec.ct2_model])
         self.max_positions = read_info(directory)["max_positions"]
         self.sp = spm.SentencePieceProcessor(model_file=str(directory / TOKENIZER_FILE))
+        inter, intra = spec.ct2_threads(threads)
+        self.max_batch_size = spec.replica_batch    # 0: the whole request as one batch
         self.translator = ctranslate2.Translator(str(directory), device=spec.device, compute_type=spec.ct2_compute_type,
-                                                 inter_threads=1, intra_threads=threads)
+                                                 inter_threads=inter, intra_threads=intra)
 
     def translate(self, texts: list[str], src: str, to: str, beam_size: int) -> list[tuple[str, int]]:
         """`src` is not used: the model's input names only the target language (`source_tokens`)."""
@@ -163,7 +182,7 @@ class Ct2Engine:
         opts = decode_options(beam_size, self.max_positions)
         # One max_decoding_length per call: the longest source's (our search has one per sentence).
         kwargs = translate_options(opts, max(len(s) for s in sources))
-        results = self.translator.translate_batch(sources, max_batch_size=0, **kwargs)
+        results = self.translator.translate_batch(sources, max_batch_size=self.max_batch_size, **kwargs)
         best = [r.hypotheses[0] for r in results]
         return [(self.sp.decode_pieces(tokens).strip(), len(tokens)) for tokens in best]
 

@@ -392,6 +392,12 @@ def test_best_against_best_takes_each_sides_best_engine():
     assert summary(best["cold_start_s"]) == ("ort-int8", "ct2-int8", pytest.approx(0.2 / 0.19), False)
     assert summary(best["int8_peak_rss_mb"]) == ("ort-int8", "ct2-int8", pytest.approx(1.1), False)
     assert best["int8_model_size_mb"]["ours_better_or_equal"]
+    # CTranslate2's replica layout counts as CTranslate2, and its lower int8 peak is the one compared.
+    engines["ct2-int8-replicas4"] = engine("ct2", 2000, 3.5, 0.21, peak=88, size=11.0)
+    best = best_against_best(engines)
+    assert summary(best["datasets"]["news"]["beam_tokens_per_s"]) == ("ort-int8", "ct2-int8-replicas4", 0.5, False)
+    assert summary(best["int8_peak_rss_mb"]) == ("ort-int8", "ct2-int8-replicas4", pytest.approx(110 / 88), False)
+    del engines["ct2-int8-replicas4"]
     assert best_against_best(engines, cold_starts=False)["cold_start_s"] is None
     engines["ct2-int8"]["status"] = engines["ct2-fp32"]["status"] = "failed"
     assert best_against_best(engines) is None
@@ -529,6 +535,30 @@ def test_the_old_int8_budget_can_run_beside_the_default(fixture_checkpoint, data
     engines = json.loads((out / "results.json").read_text())["engines"]
     assert "32 rows / 1024 tokens" in engines["ort-int8"]["impl"]
     assert "64 rows / 4096 tokens" in engines["ort-int8-64"]["impl"]
+
+
+def test_ct2_replicas_translate_as_one_translator_does(fixture_checkpoint, data_dir, tmp_path):
+    """CTranslate2 with a replica per thread (its layout for throughput) gives the same translations as
+    one translator, and its cold start loads the same layout."""
+    from mtkit.benchmarks.bench import BenchConfig
+    from mtkit.benchmarks.engines import ENGINES
+    from mtkit.benchmarks.runner import cold_start_command
+
+    out = tmp_path / "out"
+    proc = mt_bench(str(fixture_checkpoint), "--data-dir", str(data_dir), "--datasets", "tatoeba-dev",
+                    "--limit", "6", "--reps", "1", "--warmup", "1", "--cold-reps", "1", "--threads", "2",
+                    "--batch-size", "6", "--engines", "ct2-int8,ct2-int8-replicas4", "-o", str(out),
+                    "--work-dir", str(tmp_path / "work"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    engines = json.loads((out / "results.json").read_text())["engines"]
+    assert engines["ct2-int8-replicas4"]["status"] == "ok"
+    outputs = out.parent / "work" / "outputs"
+    for kind in ("greedy", "beam"):
+        one, replicas = (sorted(outputs.glob(f"{name}*{kind}*")) for name in ("ct2-int8.", "ct2-int8-replicas4."))
+        assert one and [p.read_text() for p in one] == [p.read_text() for p in replicas]
+    cfg = BenchConfig(checkpoint=fixture_checkpoint, threads=2)
+    command = cold_start_command(ENGINES["ct2-int8-replicas4"], {"ct2_int8": "CT2"}, cfg, "Hallo")
+    assert command[command.index("--threads") + 1] == "1" and command[command.index("--replicas") + 1] == "2"
 
 
 @pytest.mark.parametrize("out", ["", "missing/report.json"])
