@@ -176,8 +176,10 @@ def markdown(results: dict) -> str:
         f"- **Date:** {results['created']}",
         f"- **Outputs:** each engine's greedy and beam translations, in `{Path(results['work_dir']) / 'outputs'}/`",
         "",
-        "Ratios are against the CTranslate2 engine of the same device and precision, measured in the same run: "
-        "latency ×CT2 below 1 and throughput ×CT2 above 1 mean faster than CTranslate2. "
+        "Ratios are against the CTranslate2 engine of the same device and precision in its one-translator "
+        "layout (`ct2-int8`, `ct2-fp32`), measured in the same run: latency ×CT2 below 1 and throughput ×CT2 "
+        "above 1 mean faster than it. Where its replica layouts ran, they can be faster: \"Our best against "
+        "CTranslate2's best\" compares with every layout. "
         "Peak RSS is the high-water mark (VmHWM) of the engine's own process; ru_maxrss is not used because "
         "Linux carries the parent's peak across exec. RSS after imports and after loading are the same process's "
         "resident memory once the engine's libraries are imported, and once its model is loaded too, before its "
