@@ -9,9 +9,9 @@
 #   bash devtools/device_cpu_bench.sh install   # installs the wheels carried so far (.gpu/c*/*.whl)
 #   bash devtools/device_cpu_bench.sh install
 #   bash devtools/device_cpu_bench.sh run       # joins the split wheel, installs, then writes under $OUT:
-#     bench/results.{json,md,png}  mt-bench on 2 pinned cores, as on the AMD (same options; ours fp32, never
-#                                  our best, gives way to CT2's int16, which Intel CPUs have, and its replica
-#                                  layouts, its best on few cores; ENGINES=... to change)
+#     bench/results.{json,md,png}  mt-bench on 2 pinned cores, as on the AMD (same options; four engines to
+#                                  fit the call: ours int8, CT2 int8 and its two replica layouts, which were
+#                                  CT2's best on a 2-core Xeon in session 35; ENGINES=... to change)
 #     invariance.json              each sentence alone and in a batch, whole sets, shipped int8 (2 cores)
 #     bench.log, invariance.log, pytest.log   the test suite too, on the other cores (no wheel test:
 #                                             the device has no network for its fresh venv)
@@ -71,7 +71,7 @@ run)
     cores=$(nproc)
     lscpu > "$out/bench.log" 2>&1     # the versions and the CPU's family and extensions go into results.json
     timeout 390 taskset -c 0,1 mt-bench models/de-en/checkpoint.fp16.pt --limit 100 --reps 3 --cold-reps 5 \
-        --engines "${ENGINES:-ort-int8,ct2-int8,ct2-fp32,ct2-int16,ct2-int8-replicas4,ct2-int8-replicas8}" -o "$out/bench" >> "$out/bench.log" 2>&1 \
+        --engines "${ENGINES:-ort-int8,ct2-int8,ct2-int8-replicas4,ct2-int8-replicas8}" -o "$out/bench" >> "$out/bench.log" 2>&1 \
         || echo "mt-bench: $?"
     # then each (set, search) of the invariance run on its own pair of cores (one process for all took
     # over 4 minutes there), the test suite on the cores left
