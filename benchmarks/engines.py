@@ -59,8 +59,8 @@ CPU_ENGINES = [
     EngineSpec("ct2-int8", "CTranslate2 int8", "ct2", "cpu", "int8"),
     # Where CTranslate2 uses Intel MKL (Intel CPUs) it also offers int16: one more candidate for its best.
     EngineSpec("ct2-int16", "CTranslate2 int16", "ct2", "cpu", "int16"),
-    # CTranslate2's replicas: on the 2-core Intel Xeon of session 35 its int8 beam throughput was 2.4-2.7x
-    # and its greedy latency 2.7-3.9x better this way than with two intra-op threads. Batches of 4
+    # CTranslate2's replicas: on the 2-core Intel Xeon of session 35 its int8 beam throughput was 2.3-2.7x
+    # and its greedy latency 2.7-4.0x better this way than with two intra-op threads. Batches of 4
     # sentences match our int8 decode budget (32 rows, two batches at a time, beam 4); 8 was CT2's best on
     # Tatoeba dev there, 4 on newstest2013.
     EngineSpec("ct2-int8-replicas4", "CTranslate2 int8, a replica per thread, batches of 4", "ct2", "cpu", "int8",
