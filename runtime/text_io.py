@@ -1,7 +1,7 @@
 """Line-oriented text I/O, the one reader of text files (the CLIs, and training through
 train/data.py): strict UTF-8 with line numbers in errors, a BOM dropped, gzip by suffix (read
-and written), and output files that appear only once complete. gzip and tempfile load when
-used: `mt-translate TEXT` needs neither, and its start-up counts."""
+and written), and output files that appear only once complete. gzip loads when used:
+`mt-translate TEXT` does not need it, and its start-up counts (tempfile comes with SentencePiece)."""
 
 from __future__ import annotations
 
