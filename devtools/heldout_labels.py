@@ -23,11 +23,9 @@ MARKUP = re.compile(r"[\\|`\[\]()<>{}#*_=/]")  # markdown and paths, not labels
 
 
 def main(out_dir: str) -> None:
-    seen = set()
-    for path in CONFIGS:
-        run = RunConfig.load(path, [])
-        seen |= {line for p in run.load_split("train") for line in (p.src, p.tgt)}
-    data_dir = RunConfig.load(CONFIGS[-1], []).data_dir()
+    runs = [RunConfig.load(path, []) for path in CONFIGS]
+    seen = {line for run in runs for p in run.load_split("train") for line in (p.src, p.tgt)}
+    data_dir = runs[-1].data_dir()
     labels = Corpus(src="de", tgt="en", prefix="techdocs/msdocs", max_words=3).load(data_dir)
     by_german = {}
     for p in clean(labels):

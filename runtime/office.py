@@ -351,6 +351,8 @@ class Paragraph:
 def distinct_numbers(numbers: dict[int, str], text: str) -> dict[int, str]:
     """`numbers` with each made a number that neither the text nor another object shows, so that the
     word it becomes in the translation is its own (a field's last result is kept where it is one)."""
+    if not numbers:
+        return numbers
     taken = set(re.findall(r"\d+", text))
     fresh = (str(n) for n in itertools.count(1) if str(n) not in taken)
     out = {}

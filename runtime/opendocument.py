@@ -2,12 +2,14 @@
 LibreOffice's text documents (.odt), presentations (.odp) and spreadsheets (.ods).
 
 The paragraphs and headings (text:p, text:h) of content.xml are translated as office.py says, and in
-a text document those of its headers and footers (styles.xml) too. ODF's own rules: text sits between
-the elements, not in runs; a text:span's style is the run's formatting, a text:a a link around its
-runs; text:s stands for spaces; a tab and a line break are objects; a note, a frame, a field or a
-bookmark is an object moved whole, and the paragraphs inside a note or a text box are translated
-on their own, as are the words a cross-reference shows (References). The language marks (fo:language, fo:country) and meta.xml's dc:language follow the
-translation, and so do a spreadsheet's formulas that name a cell's text (follow_cells). Every other entry of the zip, the mimetype first, is copied byte for byte.
+a text document those of its headers and footers (styles.xml) too. ODF's own rules: text sits
+between the elements, not in runs; a text:span's style is the run's formatting, a text:a a link
+around its runs; text:s stands for spaces; a tab and a line break are objects; a note, a frame, a
+field or a bookmark is an object moved whole, and the paragraphs inside a note or a text box are
+translated on their own, as are the words a cross-reference shows (References). The language marks
+(fo:language, fo:country) and meta.xml's dc:language follow the translation, and so do a
+spreadsheet's formulas that name a cell's text (follow_cells). Every other entry of the zip, the
+mimetype first, is copied byte for byte.
 """
 
 from __future__ import annotations

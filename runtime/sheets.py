@@ -1,13 +1,13 @@
 """Excel workbooks in, workbooks out (`mt-translate --xlsx`, `Translator.translate_xlsx`).
 
-A cell's text lives in the shared strings (one si each), or inline in a sheet (is); a comment's in its
-text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own rules:
-a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic guides of
-East Asian text are kept after the runs; a sheet's printed header and footer are translated with
-their codes kept (HeaderFooter), and so are Excel 365's threaded comments. Charts (titles, series names, category labels) and the text of
-shapes are DrawingML (drawingml.py). Tables, formulas, filters and drop-down lists that name
-a cell's text follow its translation (workbook_references.py). Numbers, sheet names and every other
-part stay as they are.
+A cell's text lives in the shared strings (one si each), or inline in a sheet (is); a comment's in
+its text element. Each is translated as office.py says, rich text run by run. SpreadsheetML's own
+rules: a line break in a cell is a character, and ends a sentence; a tab is one too; the phonetic
+guides of East Asian text are kept after the runs; a sheet's printed header and footer are
+translated with their codes kept (HeaderFooter), and so are Excel 365's threaded comments. Charts
+(titles, series names, category labels) and the text of shapes are DrawingML (drawingml.py). Tables,
+formulas, filters and drop-down lists that name a cell's text follow its translation
+(workbook_references.py). Numbers, sheet names and every other part stay as they are.
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ import re
 
 from .drawingml import DRAWINGS, DrawingParagraph, PictureDescription
 from .office import ElementText, Format, Paragraph, PlainText, translate_package
-from .workbook_references import ListChoices, cell_value, follow_translation
+from .workbook_references import SML, ListChoices, cell_value, follow_translation, s
 
-S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."
 MACROS = "application/vnd.ms-excel."           # .xlsm and .xltm
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 THREADED = "http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments"
@@ -31,10 +29,6 @@ CONTROLS = {"\t": "tab", "\n": "br"}
 SECTIONS = ("&L", "&C", "&R")
 PAGE_NUMBERS = ("&P", "&N")             # shown to the model as numbers: "Seite 1 von 2", not "Seite von"
 HEADER_CODE = re.compile(r'&(?:"[^"]*"|\d+|K[0-9A-Fa-f]{6}|K\d{2}[+-]\d{3}|[LCR]|.)', re.DOTALL)
-
-
-def s(tag: str) -> str:
-    return f"{{{S}}}{tag}"
 
 
 class CellText(Paragraph):

@@ -5,10 +5,11 @@ comments are translated as office.py says. Word's own rules: a hyperlink wraps i
 field (a content control, w:sdt) does; a complex field (a page number, a cross-reference) runs from
 its begin mark to its end mark and is kept whole, but for the words of a cross-reference's or a
 hyperlink field's result, translated on their own (FieldResults); a field that goes on past its
-paragraph (a table of contents) keeps its code, and its result is read as words; a tab, a break, a picture or a
-note's number inside a run becomes a run of its own; spell-checking's markers are dropped (Word
-redoes them); a paragraph with tracked changes is kept as it is. The language marks (w:lang) of the runs and of the styles follow the translation. Charts
-(titles, series names, category labels) and SmartArt are DrawingML (drawingml.py).
+paragraph (a table of contents) keeps its code, and its result is read as words; a tab, a break, a
+picture or a note's number inside a run becomes a run of its own; spell-checking's markers are
+dropped (Word redoes them); a paragraph with tracked changes is kept as it is. The language marks
+(w:lang) of the runs and of the styles follow the translation. Charts (titles, series names,
+category labels) and SmartArt are DrawingML (drawingml.py).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import re
 from .office import PlainTexts, parse_part
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-TABLE = "application/vnd.openxmlformats-officedocument.spreadsheetml.table+xml"
-SHARED_STRINGS = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."       # its parts' content types
+TABLE, SHARED_STRINGS = SML + "table+xml", SML + "sharedStrings+xml"
 RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
 STRING = re.compile(r'"((?:[^"]|"")*)"')               # a formula's text literal; "" is a quote
 COLUMN = re.compile(r"(\[@?)((?:'.|[^\[\]'])+)(\])")  # an innermost [Column] or [@Column]; ' escapes [ ] # '
@@ -32,8 +32,7 @@ TEXT_ATTRIBUTES = (("filter", "val"), ("customFilter", "val"), ("cfRule", "text"
                    ("cacheField", "name"), ("s", "v"), ("dataField", "name"), ("pivotField", "name"), ("item", "n"),
                    ("pivotTableDefinition", "dataCaption"), ("pivotTableDefinition", "rowHeaderCaption"),
                    ("pivotTableDefinition", "colHeaderCaption"))
-PIVOTS = {f"application/vnd.openxmlformats-officedocument.spreadsheetml.{kind}+xml"
-          for kind in ("pivotCacheDefinition", "pivotCacheRecords", "pivotTable")}
+PIVOTS = {f"{SML}{kind}+xml" for kind in ("pivotCacheDefinition", "pivotCacheRecords", "pivotTable")}
 FORMULAS = ("f", "formula", "formula1", "formula2", "calculatedColumnFormula", "totalsRowFormula")
 
 

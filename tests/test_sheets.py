@@ -13,7 +13,8 @@ from office_files import cell_texts, docx, paragraph, slide_paragraph, xlsx, zip
 
 from conftest import ENGLISH, GERMAN, translate_cli as cli
 from mtkit.runtime import TranslationError
-from mtkit.runtime.sheets import S, HeaderFooter
+from mtkit.runtime.sheets import HeaderFooter
+from mtkit.runtime.workbook_references import S
 
 GREEDY = {"beam_size": 1}
 BOLD = "<rPr><b/></rPr>"
