@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import itertools
 import math
 import numbers
@@ -452,6 +451,8 @@ class Translator:
         """Within the block, each sentence decoded is kept in the SQLite file `path`, and one kept there
         is read back instead of decoded (runtime/decode_cache.py): an interrupted document goes on
         where it stopped. Yields the `DecodeCache` (len(): the sentences it holds)."""
+        import hashlib    # OpenSSL's bindings: kept off the start-up of a plain translation
+
         from . import decode_cache
 
         config = self.path / "config.json"

@@ -1,6 +1,6 @@
 """The runtime never imports torch (and mt-translate's hot path skips sacrebleu, rich, numpy.ma, a
-tenth of numpy's import time, and concurrent.futures with logging, 3 ms): checked in fresh
-interpreters, after real translations."""
+tenth of numpy's import time, concurrent.futures with logging, 3 ms, and hashlib, whose OpenSSL
+bindings took 3-5 ms): checked in fresh interpreters, after real translations."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 from conftest import ORT_THREADS
 
 RUNTIME = Path(__file__).parent.parent / "runtime"
-HEAVY = ("torch", "sacrebleu", "rich", "numpy.ma", "concurrent.futures", "onnx", "mtkit.train", "mtkit.export")
+HEAVY = ("torch", "sacrebleu", "rich", "numpy.ma", "concurrent.futures", "hashlib", "onnx", "mtkit.train",
+         "mtkit.export")
 
 
 def loaded_after(code: str) -> list[str]:
