@@ -105,6 +105,20 @@ def test_max_words_keeps_only_short_pairs_in_both_directions(tmp_path):
     assert len(corpus.load(tmp_path)) == 8
 
 
+def test_strip_final_stop_drops_a_stop_that_ends_both_sides_only(tmp_path):
+    from mtkit.train.config import Corpus
+
+    (tmp_path / "c.de").write_text("Montag.\nDanke!\nWirklich?\nWarte...\nJa.\nEr kam!\n")
+    (tmp_path / "c.en").write_text("Monday.\nThank you.\nReally?\nWait...\nYes\nHe came !\n")
+    corpus = Corpus(src="de", tgt="en", prefix="c", suffix="", both_directions=True, strip_final_stop=True)
+    pairs = [(p.src, p.tgt) for p in corpus.load(tmp_path)]
+    assert pairs[:6] == [("Montag", "Monday"), ("Danke", "Thank you"), ("Wirklich?", "Really?"),
+                         ("Warte...", "Wait..."), ("Ja.", "Yes"), ("Er kam", "He came")]
+    assert pairs[6:] == [(t, s) for s, t in pairs[:6]]
+    corpus.strip_final_stop = False
+    assert [p.src for p in corpus.load(tmp_path)][:2] == ["Montag.", "Danke!"]
+
+
 def test_training_and_the_runtime_read_a_file_alike(tmp_path):
     """One reader: a BOM and CRLF line ends are dropped for mt-train as for mt-eval and mt-bench."""
     from mtkit.runtime import text_io

@@ -26,6 +26,19 @@ from .data import CleaningReport, DataError, Pair, clean, read_parallel, read_ts
 from .model import ModelConfig
 
 
+FINAL_STOPS = (".", "!")
+
+
+def without_final_stop(src: str, tgt: str) -> tuple[str, str]:
+    """The pair without the "." or "!" that ends both sides (not an ellipsis); else as it is."""
+    def stop(text: str) -> bool:
+        return text.endswith(FINAL_STOPS) and not text.endswith("..") and len(text.rstrip(".!")) > 0
+
+    if stop(src) and stop(tgt):
+        return src[:-1].rstrip(), tgt[:-1].rstrip()
+    return src, tgt
+
+
 @dataclass
 class Corpus:
     """One parallel corpus: aligned files `{prefix}.{src}` / `{prefix}.{tgt}` (a '.gz' suffix is
@@ -41,6 +54,9 @@ class Corpus:
     repeat: int = 1                 # upsample a small corpus so it is not drowned by a big one
     max_pairs: int = 0              # keep at most this many cleaned pairs (by hash, deterministic; 0 = all)
     max_words: int = 0              # keep only pairs of at most this many words a side: headings, labels (0 = any)
+    # Drop a full stop or "!" that ends both sides: short input is typed without one ("Montag"), and a
+    # model that has only seen "Montag." reads it as a product label. "?" and "..." stay.
+    strip_final_stop: bool = False
     suffix: str = ".gz"
 
     def files(self, data_dir: Path) -> list[Path]:
@@ -53,6 +69,8 @@ class Corpus:
         raw = read_tsv(*self.files(data_dir)) if self.tsv else read_parallel(*self.files(data_dir))
         if self.max_words:
             raw = [(s, t) for s, t in raw if max(len(s.split()), len(t.split())) <= self.max_words]
+        if self.strip_final_stop:
+            raw = [without_final_stop(s, t) for s, t in raw]
         pairs = [Pair(s, t, self.src, self.tgt) for s, t in raw]
         if self.both_directions:
             pairs += [Pair(t, s, self.tgt, self.src) for s, t in raw]
