@@ -58,8 +58,9 @@ def best_against_best(engines: dict, cold_starts: bool = True) -> dict | None:
     beam throughput (higher is better) and greedy p50 per test set and the cold start (lower is
     better), each side's best in this run, whichever engine gave it; peak RSS and weights of the
     int8 engines (CTranslate2's lowest over its int8 layouts). Our engines with a decode budget other
-    than the runtime's default are left out: they are comparisons of ours, not what a user gets. `cold_starts=False` leaves the cold start out
-    (engines run under a launcher whose own start-up it would include)."""
+    than the runtime's default are left out: they are comparisons of ours, not what a user gets.
+    `cold_starts=False` leaves the cold start out (engines run under a launcher whose own start-up it
+    would include)."""
     ok = {n: e for n, e in engines.items() if e["status"] == "ok" and e["device"] == "cpu"}
     ours = {n: e for n, e in ok.items() if e["kind"] == "ort" and ENGINES[n].budget is None}
     theirs = {n: e for n, e in ok.items() if e["kind"] == "ct2"}

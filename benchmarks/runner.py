@@ -98,10 +98,10 @@ def cold_start_command(spec: EngineSpec, artifacts: dict, cfg: BenchConfig, text
                 "--variant", spec.precision, "--provider", spec.device, "--threads", str(cfg.threads),
                 "--beam-size", str(cfg.beam_size), "-q", text]
     if spec.kind == "ct2":
-        replicas, threads = spec.ct2_threads(cfg.threads)
+        inter, intra = spec.ct2_threads(cfg.threads)
         return [*cfg.launcher, sys.executable, "-m", "mtkit.benchmarks.ct2_run", artifacts[spec.ct2_model],
                 "--to", cfg.tgt_lang, "--compute-type", spec.ct2_compute_type, "--device", spec.device,
-                "--threads", str(threads), "--replicas", str(replicas), "--beam-size", str(cfg.beam_size), text]
+                "--threads", str(intra), "--replicas", str(inter), "--beam-size", str(cfg.beam_size), text]
     return None      # the PyTorch engines are the training-side reference: no product to start
 
 

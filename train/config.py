@@ -22,21 +22,9 @@ from mtkit.runtime.data_dir import ENV as DATA_DIR_ENV
 from mtkit.runtime.data_dir import default_data_dir
 from mtkit.runtime.decode_options import MAX_ROWS
 
-from .data import CleaningReport, DataError, Pair, clean, read_parallel, read_tsv, split_holdout, subsample
+from .data import (CleaningReport, DataError, Pair, clean, read_parallel, read_tsv, split_holdout, subsample,
+                   without_final_stop)
 from .model import ModelConfig
-
-
-FINAL_STOPS = (".", "!")
-
-
-def without_final_stop(src: str, tgt: str) -> tuple[str, str]:
-    """The pair without the "." or "!" that ends both sides (not an ellipsis); else as it is."""
-    def stop(text: str) -> bool:
-        return text.endswith(FINAL_STOPS) and not text.endswith("..") and len(text.rstrip(".!")) > 0
-
-    if stop(src) and stop(tgt):
-        return src[:-1].rstrip(), tgt[:-1].rstrip()
-    return src, tgt
 
 
 @dataclass

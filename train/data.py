@@ -109,6 +109,19 @@ def subsample(pairs: list[Pair], max_pairs: int) -> list[Pair]:
     return [p for p in pairs if id(p) in keep]
 
 
+FINAL_STOPS = ".!"
+
+
+def without_final_stop(src: str, tgt: str) -> tuple[str, str]:
+    """The pair without the "." or "!" that ends both sides (not an ellipsis); else as it is."""
+    def ends_in_stop(text: str) -> bool:
+        return text.rstrip(FINAL_STOPS) != "" and text[-1] in FINAL_STOPS and not text.endswith("..")
+
+    if ends_in_stop(src) and ends_in_stop(tgt):
+        return src[:-1].rstrip(), tgt[:-1].rstrip()
+    return src, tgt
+
+
 def split_holdout(pairs: list[Pair], size: int) -> tuple[list[Pair], list[Pair]]:
     """Deterministically hold out `size` pairs, chosen by a hash of the source side so that the
     choice does not depend on file order and a source sentence never lands in both parts."""
