@@ -36,6 +36,13 @@ class Pieces:
         ONNX Runtime sessions load)."""
         return cls.of(tokenizer.id_to_piece(list(range(tokenizer.get_piece_size()))))
 
+    def prepare(self) -> "Pieces":
+        """Compute now what every search reads (about 5 ms for 16k pieces in Python): the Translator
+        does it while its ONNX Runtime sessions load, instead of in its first translation."""
+        for name in ("never", "byte_ids", "high_bytes", "leads_longer_than"):
+            getattr(self, name)
+        return self
+
     @functools.cached_property
     def never(self) -> np.ndarray:
         """[V] bool: the ids no output may take (vocab.never_output). A mask: `never[ids]` is one gather."""

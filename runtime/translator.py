@@ -387,7 +387,7 @@ class Translator:
             # ONNX Runtime builds the sessions while SentencePiece loads; a tokenizer error still comes first.
             with Background(open_for_provider, directory, config, variant, provider, settings, io_binding) as opening:
                 tokenizer = bundle.load_tokenizer(directory, config)
-                pieces = Pieces.of_tokenizer(tokenizer)
+                pieces = Pieces.of_tokenizer(tokenizer).prepare()
                 provider, self.provider_note, chosen_variant, backend = opening.result()
         except BundleError as e:
             raise e if isinstance(e, ModelLoadError) else ModelLoadError(str(e)) from None
