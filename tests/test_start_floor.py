@@ -11,7 +11,8 @@ import pytest
 
 from mtkit.benchmarks.ct2_convert import convert_checkpoint
 
-OURS_STAGES = ["import numpy", "import onnxruntime", "import sentencepiece", "both sessions and the tokenizer, at once"]
+OURS_STAGES = ["import numpy", "import onnxruntime", "import sentencepiece", "both sessions and the tokenizer, at once",
+               "the encoder once, one decoder step"]
 CT2_STAGES = ["import ctranslate2", "import sentencepiece", "load model", "load tokenizer", "translate one sentence"]
 
 
@@ -37,7 +38,8 @@ def test_start_floor_reports_every_stage_of_both_engines(fixture_bundle, ct2_int
     assert [s["stage"] for s in summary["ours, floor"]["stages"]] == OURS_STAGES
     assert [s["stage"] for s in summary["CT2, stages"]["stages"]] == CT2_STAGES
     assert set(summary) == {"ours, floor", "CT2, stages", "ours, mt-translate", "CT2, ct2_run",
-                            "CT2, ct2_run, a replica per thread", "python -c pass"}
+                            "CT2, ct2_run, a replica per thread", "python -c pass", "floor_over_ct2"}
+    assert summary["floor_over_ct2"]["rounds"] == 2 and summary["floor_over_ct2"]["median"] > 0
     assert all(len(runs) == 2 and all(r["wall_s"] > 0 for r in runs) for runs in result["runs"].values())
     for label in ("ours, floor", "CT2, stages"):
         rss = [s["rss_mb"] for s in summary[label]["stages"]]
