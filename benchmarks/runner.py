@@ -76,15 +76,15 @@ def merge_rounds(rounds: list[dict]) -> dict:
     highest RSS at each stage (imports, loading, peak), the anonymous / file split of the round with that
     peak, the last round's outputs."""
     last, top = rounds[-1], max(rounds, key=lambda r: r["peak_rss_kb"])
-    pooled = lambda name, key: [x for r in rounds for x in r["datasets"][name][key]]   # noqa: E731
+    pooled = lambda name, key: [x for r in rounds for x in r["datasets"][name].get(key, [])]   # noqa: E731
     return {**last, "load_s": statistics.median(r["load_s"] for r in rounds),
             "peak_rss_kb": max(r["peak_rss_kb"] for r in rounds),
             **{key: max((r[key] for r in rounds if r.get(key)), default=None)
                for key in ("imported_rss_kb", "loaded_rss_kb")},
             "ru_maxrss_kb": max(r["ru_maxrss_kb"] for r in rounds),
             **{key: top.get(key) for key in ("end_rss_anon_kb", "end_rss_file_kb")},
-            "datasets": {name: {**ds, "latency_s": pooled(name, "latency_s"),
-                                "throughput_runs": pooled(name, "throughput_runs")}
+            "datasets": {name: {**ds, **{key: pooled(name, key)
+                                         for key in ("latency_s", "latency_graph_s", "throughput_runs")}}
                          for name, ds in last["datasets"].items()}}
 
 

@@ -104,13 +104,16 @@ def test_mt_bench_writes_results(fixture_checkpoint, fixture_bundle, data_dir, t
     # Our engines' beam time splits into graph time and search-loop time; the others have no graphs to time.
     assert 0 < engines["ort-int8"]["datasets"]["tatoeba-dev"]["graph_time_share"] < 1
     assert engines["ct2-int8"]["datasets"]["tatoeba-dev"]["graph_time_share"] is None
+    ours, theirs = engines["ort-int8"]["datasets"]["tatoeba-dev"], engines["ct2-int8"]["datasets"]["tatoeba-dev"]
+    assert 0 < ours["latency_graph_ms_p50"] <= ours["latency_ms"]["p50"]    # each sentence: graphs <= wall
+    assert theirs["latency_graph_ms_p50"] is None
 
     assert list(engines) == CPU_ENGINES + gpu_engines
     assert all(engines[n]["status"] == "skipped" and engines[n]["note"] for n in gpu_engines)
     assert ("GPU section skipped" if gpu_engines else "no GPU engine asked for") in results["gpu"]["note"]
 
     md = (out / "results.md").read_text()
-    assert "| engine | latency p50 ms |" in md and "## GPU" in md and "## Where our beam time goes" in md
+    assert "| engine | latency p50 ms |" in md and "## GPU" in md and "## Where our time goes" in md
     assert "`test-box`" in md and f"mtkit {machine['versions']['mtkit']}" in md and f"`{work / 'outputs'}/`" in md
     assert "medians of 2 rounds," in md and "1 warm-up translation each" in md and "median of 1 fresh process " in md
     for name in CPU_ENGINES:
