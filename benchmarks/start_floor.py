@@ -32,10 +32,12 @@ from pathlib import Path
 from . import start_stages
 
 
-def cached_graphs(bundle: Path) -> tuple[str, str]:
-    """The runtime's optimized copies of the bundle's int8 graphs (made by a first mt-translate start)."""
+def floor_arguments(bundle: Path) -> list[str]:
+    """`start_stages.py ours`'s paths and names: the runtime's optimized copies of the bundle's int8
+    graphs (made by a first mt-translate start), its tokenizer, and the tag and tensor names."""
     from mtkit.runtime.bundle_format import BundleConfig, variant_graphs
     from mtkit.runtime.onnx_backend import CACHED_GRAPH, SessionSettings, entry_key, optimized_copy
+    from mtkit.runtime.vocab import language_tag
 
     config = BundleConfig.load(bundle)
     found = []
@@ -44,7 +46,10 @@ def cached_graphs(bundle: Path) -> tuple[str, str]:
         if cached is None or entry_key(cached[0]) != cached[1]:
             raise SystemExit(f"{bundle / name}: no optimized copy in the runtime's cache (MT_ORT_CACHE=0?)")
         found.append(str(cached[0] / CACHED_GRAPH))
-    return found[0], found[1]
+    n = config.names
+    names = {"tag": language_tag("en"), "src_ids": n.src_ids, "src_mask": n.src_mask, "tgt_ids": n.tgt_ids,
+             "past": n.past}
+    return [*found, str(bundle / config.tokenizer), json.dumps(names)]
 
 
 def timed(cmd: list[str]) -> tuple[float, str]:
@@ -68,8 +73,7 @@ def measure(bundle: Path, ct2_dir: Path, rounds: int, threads: int) -> dict:
     for cmd in whole.values():       # fills the runtime's graph cache and the page cache
         subprocess.run(cmd, capture_output=True, text=True, check=True)
     # Ours as a plain script, not `-m`: not even the mtkit package is imported there.
-    ours = [sys.executable, start_stages.__file__, "ours", str(threads), *cached_graphs(bundle),
-            str(bundle / "tokenizer.model")]
+    ours = [sys.executable, start_stages.__file__, "ours", str(threads), *floor_arguments(bundle)]
     staged_cmds = {"ours, floor": ours,
                    "CT2, stages": [sys.executable, "-m", "mtkit.benchmarks.start_stages", "ct2", str(threads),
                                    str(ct2_dir)]}

@@ -1,11 +1,12 @@
 """The stages of a fresh process that starts an engine, timed from inside it, for `start_floor.py`:
 
-    python start_stages.py ours THREADS ENCODER DECODER TOKENIZER   (ONNX Runtime: one decoder step)
+    python start_stages.py ours THREADS ENCODER DECODER TOKENIZER NAMES   (ONNX Runtime: one decoder step)
     python -m mtkit.benchmarks.start_stages ct2 THREADS CT2_INT8_DIR   (CTranslate2: one sentence too)
 
-Prints the stages (milliseconds, and the resident memory after each), the engine modules imported
-before them, and the peak as one JSON line.
-It imports nothing at the top beyond what every Python start has, so a stage's figure is that stage's.
+NAMES is JSON from `start_floor.py`: the target tag's piece and the graphs' tensor names, as the
+bundle's config.json gives them. Prints the stages (milliseconds, and the resident memory after
+each), the engine modules imported before them, and the peak as one JSON line. It imports nothing at
+the top beyond what every Python start has, so a stage's figure is that stage's.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def staged(steps) -> dict:
     return {"stages": out, "imported_before": before}
 
 
-def ours_floor(encoder: str, decoder: str, tokenizer: str, threads: int) -> dict:
+def ours_floor(encoder: str, decoder: str, tokenizer: str, names: str, threads: int) -> dict:
     """Imports, then the two sessions and the tokenizer built at once on three Python threads (ONNX
     Runtime and SentencePiece release the GIL while they load), as the runtime overlaps them."""
     import threading
@@ -67,23 +68,21 @@ def ours_floor(encoder: str, decoder: str, tokenizer: str, threads: int) -> dict
 
     def first_step():
         """The least any translation computes: the encoder once, and one decoder step from BOS."""
+        import json
+
         import numpy as np
+        n = json.loads(names)
         sp, enc, dec = held["tokenizer"], held["encoder"], held["decoder"]
-        ids = np.array([[sp.piece_to_id("<2en>"), *sp.encode(TEXT), sp.eos_id()]], dtype=np.int64)
+        ids = np.array([[sp.piece_to_id(n["tag"]), *sp.encode(TEXT), sp.eos_id()]], dtype=np.int64)
         mask = np.ones(ids.shape, dtype=bool)
-        encoded = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {"src_ids": ids, "src_mask": mask})))
-        feed = {}
+        outputs = enc.run(None, {n["src_ids"]: ids, n["src_mask"]: mask})
+        encoded = dict(zip([o.name for o in enc.get_outputs()], outputs))
+        feed = {n["tgt_ids"]: np.array([[sp.bos_id()]], dtype=np.int64), n["src_mask"]: mask}
         for item in dec.get_inputs():
             if item.name in encoded:
                 feed[item.name] = encoded[item.name]
-            elif item.name == "tgt_ids":
-                feed[item.name] = np.array([[sp.bos_id()]], dtype=np.int64)
-            elif item.name == "src_mask":
-                feed[item.name] = mask
-            elif item.name.startswith("past_"):       # an empty cache: [rows 1, heads, 0 steps, head dim]
+            elif item.name in n["past"]:          # an empty cache: [rows 1, heads, 0 steps, head dim]
                 feed[item.name] = np.zeros([1, item.shape[1], 0, item.shape[3]], dtype=np.float32)
-            else:
-                raise SystemExit(f"{decoder}: unknown decoder input {item.name!r}")
         dec.run(None, feed)
 
     held = {}
