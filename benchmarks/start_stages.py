@@ -19,6 +19,8 @@ TEXT = "Guten Morgen, wie geht es dir?"
 
 
 def rss_mb(field: str = "VmRSS") -> float:
+    """One field of /proc/self/status in MB (worker.memory_kb reads them all, but importing it would
+    import mtkit before the stages)."""
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field + ":"):
@@ -103,6 +105,7 @@ def ct2_stages(model_dir: str, threads: int) -> dict:
 
     def load():
         import ctranslate2
+        held["max_positions"] = read_info(Path(model_dir))["max_positions"]      # as ct2_run reads it first
         held["tr"] = ctranslate2.Translator(model_dir, device="cpu", compute_type="int8", inter_threads=threads,
                                             intra_threads=1)     # its replica layout: the faster start
 
@@ -111,9 +114,8 @@ def ct2_stages(model_dir: str, threads: int) -> dict:
         held["sp"] = spm.SentencePieceProcessor(model_file=str(Path(model_dir) / "tokenizer.model"))
 
     def translate():
-        max_positions = read_info(Path(model_dir))["max_positions"]
-        source = source_tokens(held["sp"], TEXT, "en", max_positions)
-        opts = DecodeOptions(beam_size=4, no_repeat_loop=0).for_model(max_positions)
+        source = source_tokens(held["sp"], TEXT, "en", held["max_positions"])
+        opts = DecodeOptions(beam_size=4, no_repeat_loop=0).for_model(held["max_positions"])
         held["tr"].translate_batch([source], **translate_options(opts, len(source)))
 
     return staged([("import ctranslate2", lambda: __import__("ctranslate2")),

@@ -4,6 +4,7 @@ and clear errors for inputs it cannot use. No timing assertions."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -17,7 +18,7 @@ CT2_STAGES = ["import ctranslate2", "import sentencepiece", "load model", "load 
 
 
 def start_floor(*args: str, cache) -> subprocess.CompletedProcess:
-    env = {**__import__("os").environ, "MT_CACHE_DIR": str(cache)}
+    env = {**os.environ, "MT_CACHE_DIR": str(cache)}
     return subprocess.run([sys.executable, "-m", "mtkit.benchmarks.start_floor", *args],
                           capture_output=True, text=True, timeout=600, env=env)
 
