@@ -177,3 +177,25 @@ def test_an_output_dir_that_cannot_be_made_is_refused_before_the_data(tmp_path, 
     code, _, err = invoke(main, [str(config), "--output-dir", "/proc/no-such-dir/run"], capsys)
     assert code == 1 and "Traceback" not in err and err.strip().count("\n") == 0
     assert err.startswith("mt-train: error: /proc/no-such-dir/run: cannot write in /proc (") and "output_dir" in err
+
+
+def test_a_corpus_path_starting_with_a_dot_is_relative_to_the_config(tmp_path, monkeypatch, capsys):
+    from mtkit.train.cli import main
+
+    monkeypatch.delenv("MT_DATA_DIR")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.de.gz").write_bytes(b"")   # found in data_dir, so only the tsv is missing
+    (tmp_path / "data" / "x.en.gz").write_bytes(b"")
+    text = BASE.replace("[[data.train]]", '[data]\ndata_dir = "../data"\n[[data.train]]')
+    text += '[[data.train]]\ntsv = "../runs/pairs.tsv"\nsrc = "de"\ntgt = "en"\n'
+    config = tmp_path / "configs" / "x.toml"
+    config.write_text(f'output_dir = "{tmp_path / "run"}"\n' + text)
+    code, _, err = invoke(main, [str(config)], capsys)
+    assert code == 1 and "Traceback" not in err
+    assert f"{tmp_path}/configs/../runs/pairs.tsv: no such file" in err
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "pairs.tsv").write_text("Montag\tMonday\n")
+    run = RunConfig.load(config)
+    assert [(p.src, p.tgt) for p in run.data.train[1].load(run.data_dir(), run.config_dir())] == [("Montag", "Monday")]
+    assert run.data.train[0].files(run.data_dir(), run.config_dir())[0] == tmp_path / "configs" / "../data" / "x.de.gz"

@@ -3,6 +3,8 @@
 Relative corpus paths are resolved against `data_dir`, which is itself relative to the config
 file unless absolute; the environment variable MT_DATA_DIR overrides it, and without either the
 default is the runtime's (`mtkit.runtime.data_dir`: shared/data beside the source checkout).
+A corpus path that starts with "./" or "../" is relative to the config file instead: a corpus a
+tool generated (devtools/word_pairs.py) lives beside the runs, not in the shared data.
 """
 
 from __future__ import annotations
@@ -47,14 +49,14 @@ class Corpus:
     strip_final_stop: bool = False
     suffix: str = ".gz"
 
-    def files(self, data_dir: Path) -> list[Path]:
-        if self.tsv:
-            return [data_dir / self.tsv]
-        return [data_dir / (self.src_file or f"{self.prefix}.{self.src}{self.suffix}"),
-                data_dir / (self.tgt_file or f"{self.prefix}.{self.tgt}{self.suffix}")]
+    def files(self, data_dir: Path, config_dir: Path = Path(".")) -> list[Path]:
+        names = [self.tsv] if self.tsv else [self.src_file or f"{self.prefix}.{self.src}{self.suffix}",
+                                            self.tgt_file or f"{self.prefix}.{self.tgt}{self.suffix}"]
+        return [(config_dir if name.startswith(("./", "../")) else data_dir) / name for name in names]
 
-    def load(self, data_dir: Path) -> list[Pair]:
-        raw = read_tsv(*self.files(data_dir)) if self.tsv else read_parallel(*self.files(data_dir))
+    def load(self, data_dir: Path, config_dir: Path = Path(".")) -> list[Pair]:
+        files = self.files(data_dir, config_dir)
+        raw = read_tsv(*files) if self.tsv else read_parallel(*files)
         if self.max_words:
             raw = [(s, t) for s, t in raw if max(len(s.split()), len(t.split())) <= self.max_words]
         if self.strip_final_stop:
@@ -242,11 +244,14 @@ class RunConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def config_dir(self) -> Path:
+        return Path(self.path).parent if self.path else Path(".")
+
     def data_dir(self) -> Path:
         configured = None
         if self.data.data_dir:
             d = Path(self.data.data_dir)
-            configured = d if d.is_absolute() or not self.path else Path(self.path).parent / d
+            configured = d if d.is_absolute() else self.config_dir() / d
         found = default_data_dir(configured)
         if found is None:
             raise DataError(f"{self.path or 'the run config'}: no data directory; set [data] data_dir or {DATA_DIR_ENV}")
@@ -254,26 +259,29 @@ class RunConfig:
 
     def load_split(self, split: str, report: CleaningReport | None = None) -> list[Pair]:
         """The cleaned pairs of one split; dev falls back to a holdout of train."""
-        data_dir = self.data_dir()
+        data_dir, config_dir = self.data_dir(), self.config_dir()
         corpora = getattr(self.data, split)
         # Every file is looked for before any is read (train's with dev's, which a run reads next), so a
         # wrong data directory is found at once and not after minutes of reading.
         needed = {"train": self.data.train + self.data.dev, "dev": self.data.dev or self.data.train}.get(split, corpora)
-        for path in (p for c in needed for p in c.files(data_dir)):
-            if not path.is_file():
-                raise DataError(f"{path}: no such file; set {DATA_DIR_ENV}, or data_dir in the config's [data] section")
+        for path in (p for c in needed for p in c.files(data_dir, config_dir)):
+            if path.is_file():
+                continue
+            if not path.is_relative_to(data_dir):    # a generated corpus: its config says what makes it
+                raise DataError(f"{path}: no such file")
+            raise DataError(f"{path}: no such file; set {DATA_DIR_ENV}, or data_dir in the config's [data] section")
         if split == "dev" and not corpora:
-            _, holdout = split_holdout(self._load_train(data_dir, report), self.data.holdout)
+            _, holdout = split_holdout(self._load_train(data_dir, config_dir, report), self.data.holdout)
             return holdout
-        pairs = [p for c in corpora for p in c.load(data_dir)]
+        pairs = [p for c in corpora for p in c.load(data_dir, config_dir)]
         if split == "train":
-            return self._load_train(data_dir, report)
+            return self._load_train(data_dir, config_dir, report)
         return clean(pairs, max_ratio=float("inf"), max_chars=10**9)  # evaluation data: only drop empties
 
-    def _load_train(self, data_dir: Path, report: CleaningReport | None) -> list[Pair]:
+    def _load_train(self, data_dir: Path, config_dir: Path, report: CleaningReport | None) -> list[Pair]:
         # Cleaned per corpus (it drops duplicates), then repeated.
         pairs = [p for c in self.data.train
-                 for p in subsample(clean(c.load(data_dir), self.data.max_ratio, self.data.max_chars, report=report),
+                 for p in subsample(clean(c.load(data_dir, config_dir), self.data.max_ratio, self.data.max_chars, report=report),
                                     c.max_pairs) * c.repeat]
         if not self.data.dev:
             pairs, _ = split_holdout(pairs, self.data.holdout)
