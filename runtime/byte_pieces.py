@@ -38,19 +38,21 @@ def next_bytes(history: list[int], values: np.ndarray) -> range | None:
 
 def open_rows(last: np.ndarray, histories: list[list[int]], pieces) -> dict[int, list[int]]:
     """{row: the byte pieces it may take next} for the rows inside a character; `last` is each row's
-    newest token (one gather finds the few rows that need a look at their history)."""
-    values, ids = pieces.byte_values, pieces.byte_ids
+    newest token (only a row whose newest token is a high byte needs a look at its history). Python
+    scalars, not numpy calls: this runs every step, right after the decoder call (search._greedy)."""
+    values, ids, high = pieces.byte_values, pieces.byte_ids, pieces.high_byte_ids
     allows = {}
-    for row in np.flatnonzero(pieces.high_bytes[last]):
-        if (allowed := next_bytes(histories[row], values)) is not None:
-            allows[int(row)] = [int(i) for i in ids[allowed.start:allowed.stop] if i >= 0]
+    for row, token in enumerate(last.tolist()):
+        if token in high and (allowed := next_bytes(histories[row], values)) is not None:
+            allows[row] = [int(i) for i in ids[allowed.start:allowed.stop] if i >= 0]
     return allows
 
 
 def unfinishable(remaining: np.ndarray, pieces) -> dict[int, list[int]]:
     """{row: the lead bytes whose character would not end before the row's length limit}; `remaining`
     is each row's steps left, this one included."""
-    if not len(remaining) or remaining.min() >= 4:
+    steps = remaining.tolist()
+    if not steps or min(steps) >= 4:
         return {}
     longer_than = pieces.leads_longer_than
-    return {int(row): longer_than[max(int(remaining[row]), 0)] for row in np.flatnonzero(remaining < 4)}
+    return {row: longer_than[max(left, 0)] for row, left in enumerate(steps) if left < 4}

@@ -112,7 +112,10 @@ class DecodeOptions:
                 raise OptionError(message, self)
 
     def for_model(self, max_positions: int) -> "DecodeOptions":
-        """These options with max_length capped by a model's position table."""
+        """These options with max_length capped by a model's position table (themselves, frozen, when
+        already within it: a replace checks every field again, on each translate call)."""
+        if self.max_length is not None and self.max_length <= max_positions:
+            return self
         return replace(self, max_length=min(self.max_length or max_positions, max_positions))
 
 

@@ -212,19 +212,22 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
     """Greedy search (or sampling, with `pick`). Finished rows leave the batch so that no step is
     spent on them."""
     batch = src_ids.shape[0]
-    limits = max_lengths(src_mask, opts, prefixes)
+    limits = max_lengths(src_mask, opts, prefixes)  # each state row's last step
     state = backend.start(src_ids, src_mask)
     active = np.arange(batch)                      # original sentence index of each state row
     histories = [[] for _ in range(batch)]
-    scores = np.zeros(batch, dtype=np.float64)
+    scores = [0.0] * batch                         # float64 sums, as Python floats
     attention = [[] for _ in range(batch)]
     tokens = np.full(batch, BOS_ID, dtype=np.int64)
     step = 0
+    # Few numpy calls a step, and Python scalars in the row loop: this runs right after each decoder
+    # call, with the CPU caches cold, where a numpy call costs several microseconds.
     while active.size:
         step += 1
-        so_far = [histories[i] for i in active]        # each state row's tokens so far
-        rules = StepRules.at(so_far, tokens, limits[active] - step, opts, pieces,
-                             prefixes and [prefixes[i] for i in active])
+        sentences = active.tolist()
+        so_far = [histories[i] for i in sentences]     # each state row's tokens so far
+        remaining = limits - step
+        rules = StepRules.at(so_far, tokens, remaining, opts, pieces, prefixes and [prefixes[i] for i in sentences])
         if pick is None:
             ids, logp, eos, attn = next_tokens(backend, state, tokens, 1, opts, rules)
             chosen, chosen_logp = ids[:, 0], logp[:, 0]
@@ -232,25 +235,25 @@ def _greedy(backend, src_ids, src_mask, opts: DecodeOptions, pieces: Pieces | No
             logp, attn = step_logprobs(backend, state, tokens, opts, rules)
             chosen = pick(logp, active)
             chosen_logp, eos = logp[np.arange(len(active)), chosen], logp[:, EOS_ID]
-        out_of_length = step >= limits[active]             # close the sentence: EOS, scored as EOS
-        chosen = np.where(out_of_length, EOS_ID, chosen)
-        chosen_logp = np.where(out_of_length, eos, chosen_logp).astype(np.float64)
+        if (out_of_length := remaining <= 0).any():        # close the sentence: EOS, scored as EOS
+            chosen = np.where(out_of_length, EOS_ID, chosen)
+            chosen_logp = np.where(out_of_length, eos, chosen_logp)
         keep = []
-        for row, sent in enumerate(active):
-            scores[sent] += chosen_logp[row]
+        for row, (sent, token, token_logp) in enumerate(zip(sentences, chosen.tolist(), chosen_logp.tolist())):
+            scores[sent] += token_logp
             if attn is not None:
                 attention[sent].append(attn[row].tolist())
-            if chosen[row] == EOS_ID:
+            if token == EOS_ID:
                 continue
-            histories[sent].append(int(chosen[row]))
+            histories[sent].append(token)
             keep.append(row)
         if len(keep) < len(active):
             keep = np.asarray(keep, dtype=np.int64)
             if keep.size:
                 backend.select(state, keep)
-            active, chosen = active[keep], chosen[keep]
-        tokens = chosen.astype(np.int64)
-    return [Result([Hypothesis(histories[i], float(scores[i]), attention[i] if opts.return_alignment else None)])
+            active, chosen, limits = active[keep], chosen[keep], limits[keep]
+        tokens = chosen.astype(np.int64, copy=False)
+    return [Result([Hypothesis(histories[i], scores[i], attention[i] if opts.return_alignment else None)])
             for i in range(batch)]
 
 

@@ -475,7 +475,7 @@ class Translator:
         elif not isinstance(options, DecodeOptions):     # fields by name have one way in: keywords
             raise TypeError(f"options must be a DecodeOptions, not {type(options).__name__} (to pass a dict of "
                             f"its fields, unpack it: translate(texts, **options))")
-        return replace(options, **overrides).for_model(self.config.max_positions)
+        return (replace(options, **overrides) if overrides else options).for_model(self.config.max_positions)
 
     def tag_id(self, to: str | None) -> int:
         to = language_code(to) or self.default_language
