@@ -1,6 +1,6 @@
 """Single-word translation pairs learnt from the training data, for words typed on their own.
 
-    python devtools/word_pairs.py OUT_DIR [--data-dir DIR]   # writes OUT_DIR/train.tsv and OUT_DIR/test.tsv
+    python devtools/word_pairs.py OUT_DIR [--data-dir DIR] [--docs]   # writes OUT_DIR/{train,test}.tsv
 
 A model trained on sentences and on product documentation reads a lone "Montag" as a label
 ("Assembly"). This aligns words with IBM Model 1 (Brown et al., 1993; expectation maximisation,
@@ -9,6 +9,11 @@ that are each other's best translation with p >= MIN_P both ways, and writes eac
 spelling: German as it is most often written inside a sentence ("Montag", "schnell"), English in
 lower case unless it is always capitalised ("Monday", "window"). One pair in ten, chosen by hash, goes
 to test.tsv and is never trained on. German<TAB>English, one pair a line.
+
+`--docs` aligns the product-documentation pairs that configs/deen_v6.toml trains on as well (its
+subsamples of techdocs/msdocs, nothing else of it, so no label that devtools/heldout_labels.py holds
+out is read): the words of a program's interface ("Datei", "Abbrechen"). Without it the output is
+v8's word list (configs/deen_v8.toml).
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from mtkit.train.config import RunConfig
+from mtkit.train.data import clean, subsample
+
 WORD = re.compile(r"\w+(?:[-']\w+)*")
 CORPORA = ("tatoeba/train", "multi30k/train")
+DOCS, DOCS_CONFIG = "techdocs/msdocs", Path(__file__).resolve().parent.parent / "configs" / "deen_v6.toml"
 MAX_WORDS = 12
 ITERATIONS = 5
 MIN_COUNT = 10      # in the aligned pairs, each side
@@ -29,16 +38,31 @@ MIN_P = 0.3
 NULL = ""
 
 
-def read_pairs(data_dir: Path) -> list[tuple[list[str], list[str]]]:
-    pairs = []
+def read_pairs(data_dir: Path, docs: bool = False) -> list[tuple[list[str], list[str]]]:
+    lines = []
     for prefix in CORPORA:
         with gzip.open(data_dir / f"{prefix}.de.gz", "rt", encoding="utf-8") as de, \
                 gzip.open(data_dir / f"{prefix}.en.gz", "rt", encoding="utf-8") as en:
-            for d, e in zip(de, en):
-                d_words, e_words = WORD.findall(d), WORD.findall(e)
-                if 0 < len(d_words) <= MAX_WORDS and 0 < len(e_words) <= MAX_WORDS:
-                    pairs.append((d_words, e_words))
+            lines += zip(de, en)
+    if docs:
+        lines += docs_pairs(data_dir)
+    pairs = []
+    for d, e in lines:
+        d_words, e_words = WORD.findall(d), WORD.findall(e)
+        if 0 < len(d_words) <= MAX_WORDS and 0 < len(e_words) <= MAX_WORDS:
+            pairs.append((d_words, e_words))
     return pairs
+
+
+def docs_pairs(data_dir: Path) -> list[tuple[str, str]]:
+    """(German, English) of the techdocs/msdocs pairs DOCS_CONFIG trains on: each of its corpora of
+    them cleaned and subsampled as mt-train does, the English-to-German ones turned round."""
+    run = RunConfig.load(DOCS_CONFIG, [])
+    seen = set()
+    for corpus in (c for c in run.data.train if c.prefix == DOCS):
+        for p in subsample(clean(corpus.load(data_dir), run.data.max_ratio, run.data.max_chars), corpus.max_pairs):
+            seen.add((p.src, p.tgt) if p.src_lang == "de" else (p.tgt, p.src))
+    return sorted(seen)
 
 
 def ibm1(pairs: list[tuple[list[str], list[str]]]) -> dict[tuple[str, str], float]:
@@ -78,8 +102,8 @@ def spellings(pairs, side: int) -> dict[str, str]:
     return {w: (inside.get(w) or first[w]).most_common(1)[0][0] for w in set(inside) | set(first)}
 
 
-def word_pairs(data_dir: Path) -> list[tuple[str, str]]:
-    pairs = read_pairs(data_dir)
+def word_pairs(data_dir: Path, docs: bool = False) -> list[tuple[str, str]]:
+    pairs = read_pairs(data_dir, docs)
     lower = [([w.lower() for w in d], [w.lower() for w in e]) for d, e in pairs]
     de_of_en = best(ibm1(lower))                          # e -> (its best German word, p(d | e))
     en_of_de = best(ibm1([(e, d) for d, e in lower]))     # d -> (its best English word, p(e | d))
@@ -103,8 +127,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--docs", action="store_true", help="Align the product documentation that "
+                                                            "configs/deen_v6.toml trains on too.")
     args = parser.parse_args()
-    chosen = word_pairs(args.data_dir)
+    chosen = word_pairs(args.data_dir, args.docs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for name, keep in (("train.tsv", False), ("test.tsv", True)):
         lines = [f"{d}\t{e}\n" for d, e in chosen if held_out((d, e)) == keep]
