@@ -12,8 +12,8 @@ to test.tsv and is never trained on. German<TAB>English, one pair a line.
 
 `--docs` aligns the product-documentation pairs that configs/deen_v6.toml trains on as well (its
 subsamples of techdocs/msdocs, nothing else of it, so no label that devtools/heldout_labels.py holds
-out is read): the words of a program's interface ("Datei", "Abbrechen"). Without it the output is
-v8's word list (configs/deen_v8.toml).
+out is read): the words of a program and its documentation ("Datei", "Benutzer", "Dialogfeld").
+Without it the output is v8's word list (configs/deen_v8.toml).
 """
 
 from __future__ import annotations
