@@ -26,7 +26,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from mtkit.train.config import RunConfig
-from mtkit.train.data import clean, subsample
 
 WORD = re.compile(r"\w+(?:[-']\w+)*")
 CORPORA = ("tatoeba/train", "multi30k/train")
@@ -56,13 +55,11 @@ def read_pairs(data_dir: Path, docs: bool = False) -> list[tuple[list[str], list
 
 def docs_pairs(data_dir: Path) -> list[tuple[str, str]]:
     """(German, English) of the techdocs/msdocs pairs DOCS_CONFIG trains on: each of its corpora of
-    them cleaned and subsampled as mt-train does, the English-to-German ones turned round."""
+    them as mt-train reads them (RunConfig.train_pairs_of), the English-to-German ones turned round."""
     run = RunConfig.load(DOCS_CONFIG, [])
-    seen = set()
-    for corpus in (c for c in run.data.train if c.prefix == DOCS):
-        for p in subsample(clean(corpus.load(data_dir), run.data.max_ratio, run.data.max_chars), corpus.max_pairs):
-            seen.add((p.src, p.tgt) if p.src_lang == "de" else (p.tgt, p.src))
-    return sorted(seen)
+    return sorted({(p.src, p.tgt) if p.src_lang == "de" else (p.tgt, p.src)
+                   for corpus in run.data.train if corpus.prefix == DOCS
+                   for p in run.train_pairs_of(corpus, data_dir)})
 
 
 def ibm1(pairs: list[tuple[list[str], list[str]]]) -> dict[tuple[str, str], float]:

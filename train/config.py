@@ -278,11 +278,15 @@ class RunConfig:
             return self._load_train(data_dir, config_dir, report)
         return clean(pairs, max_ratio=float("inf"), max_chars=10**9)  # evaluation data: only drop empties
 
+    def train_pairs_of(self, corpus: Corpus, data_dir: Path, config_dir: Path = Path("."),
+                       report: CleaningReport | None = None) -> list[Pair]:
+        """One training corpus as a run trains on it, once: cleaned (which drops duplicates), then
+        subsampled to its max_pairs."""
+        return subsample(clean(corpus.load(data_dir, config_dir), self.data.max_ratio, self.data.max_chars,
+                               report=report), corpus.max_pairs)
+
     def _load_train(self, data_dir: Path, config_dir: Path, report: CleaningReport | None) -> list[Pair]:
-        # Cleaned per corpus (it drops duplicates), then repeated.
-        pairs = [p for c in self.data.train
-                 for p in subsample(clean(c.load(data_dir, config_dir), self.data.max_ratio, self.data.max_chars, report=report),
-                                    c.max_pairs) * c.repeat]
+        pairs = [p for c in self.data.train for p in self.train_pairs_of(c, data_dir, config_dir, report) * c.repeat]
         if not self.data.dev:
             pairs, _ = split_holdout(pairs, self.data.holdout)
         return pairs
