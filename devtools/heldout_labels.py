@@ -22,7 +22,8 @@ SIZE = 1000
 MARKUP = re.compile(r"[\\|`\[\]()<>{}#*_=/]")  # markdown and paths, not labels
 
 
-def main(out_dir: str) -> None:
+def held_out_labels() -> tuple[list, int]:
+    """The held-out label pairs (`Pair`s, the same on every machine) and how many unseen labels there were."""
     runs = [RunConfig.load(path, []) for path in CONFIGS]
     seen = {line for run in runs for p in run.load_split("train") for line in (p.src, p.tgt)}
     data_dir = runs[-1].data_dir()
@@ -34,12 +35,16 @@ def main(out_dir: str) -> None:
             continue
         by_german.setdefault(p.src, p)
     digest = lambda p: hashlib.sha1(p.src.encode("utf-8")).hexdigest()  # noqa: E731
-    chosen = sorted(by_german.values(), key=digest)[:SIZE]
+    return sorted(by_german.values(), key=digest)[:SIZE], len(by_german)
+
+
+def main(out_dir: str) -> None:
+    chosen, unseen = held_out_labels()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "labels.de").write_text("".join(p.src + "\n" for p in chosen), encoding="utf-8")
     (out / "labels.en").write_text("".join(p.tgt + "\n" for p in chosen), encoding="utf-8")
-    print(f"{len(chosen)} of {len(by_german)} unseen labels written to {out}/labels.{{de,en}}")
+    print(f"{len(chosen)} of {unseen} unseen labels written to {out}/labels.{{de,en}}")
 
 
 if __name__ == "__main__":
