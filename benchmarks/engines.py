@@ -27,6 +27,7 @@ class EngineSpec:
     # replica per thread (inter_threads, one intra-op thread each) translating batches of at most N
     # sentences side by side, CTranslate2's layout for throughput on few cores.
     replica_batch: int = 0
+    low_latency: bool = False   # ort: `Translator(low_latency=True)`, for one request at a time
 
     def ct2_threads(self, threads: int) -> tuple[int, int]:
         """(inter_threads, intra_threads) of a CTranslate2 engine given `threads`."""
@@ -55,6 +56,9 @@ CPU_ENGINES = [
     EngineSpec("torch", "PyTorch, KV cache", "torch", "cpu", "fp32"),
     EngineSpec("ort-fp32", "ONNX Runtime fp32", "ort", "cpu", "fp32"),
     EngineSpec("ort-int8", "ONNX Runtime int8", "ort", "cpu", "int8"),
+    # Our layout for latency, as the replicas below are CTranslate2's for throughput: one batch at a time,
+    # the decoder's step on two cores (PERF_NOTES.md, session 39).
+    EngineSpec("ort-int8-latency", "ONNX Runtime int8, low_latency", "ort", "cpu", "int8", low_latency=True),
     EngineSpec("ct2-fp32", "CTranslate2 fp32", "ct2", "cpu", "fp32"),
     EngineSpec("ct2-int8", "CTranslate2 int8", "ct2", "cpu", "int8"),
     # Where CTranslate2 uses Intel MKL (Intel CPUs) it also offers int16: one more candidate for its best.
@@ -128,9 +132,10 @@ class OrtEngine(RuntimeEngine):
 
         tokens, rows = spec.budget or (None, None)
         self.translator = t = Translator(artifacts["bundle"], provider=spec.device, threads=threads,
-                                         variant=spec.precision, max_batch_tokens=tokens, max_batch_sentences=rows)
+                                         variant=spec.precision, max_batch_tokens=tokens, max_batch_sentences=rows,
+                                         low_latency=spec.low_latency)
         self.impl = (f"mtkit.runtime.Translator ({type(t.backend).__name__}, {t.max_batch_sentences} rows / "
-                     f"{t.max_batch_tokens} tokens in flight)")
+                     f"{t.max_batch_tokens} tokens in flight{', low_latency' if spec.low_latency else ''})")
         # Wall seconds with at least one encoder or decoder call running: the rest is the search loop on
         # the critical path. Batches decode in parallel threads (`parallel_batches`), so the calls'
         # own durations would overlap and add up to more than the wall time.

@@ -63,6 +63,24 @@ class SessionSettings:
     # version, hence a cache.
     cache_optimized: bool = True
     parallel_batches: int = 1             # batches decoded at once, each calling these sessions
+    # One request at a time (`Translator(low_latency=True)`); see `for_graph`.
+    low_latency: bool = False
+    worker_cpu: int | None = None         # the CPU (0-based) the one extra intra-op thread is pinned to
+
+    def for_graph(self, variant: str, graph: str) -> "SessionSettings":
+        """The settings of one graph's session ("encoder" or "decoder"). With low_latency, the int8
+        decoder takes a second thread that busy-waits between kernels, pinned to a CPU of its own: at batch 1
+        its largest matrix, the 16000 x 256 output projection, is a read of 4 MB a step, and split over
+        two cores half of it stays in that core's cache. The int8 encoder stays on one thread, which is
+        faster at batch 1, and so does the decoder given one CPU or threads=1 (PERF_NOTES.md, sessions 12
+        and 39)."""
+        settings = self.for_variant(variant)
+        if not (self.low_latency and variant == "int8"):
+            return settings
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        if graph == "encoder" or len(cpus) < 2 or self.threads == 1:
+            return replace(settings, threads=1)
+        return replace(settings, threads=2, spinning=True, worker_cpu=cpus[-1])
 
     def for_variant(self, variant: str) -> "SessionSettings":
         """The settings for one variant's sessions. Parallel batches on the int8 graphs share the
@@ -115,6 +133,8 @@ def session_options(settings: SessionSettings, provider: str = "cpu") -> ort.Ses
     if settings.threads:
         so.intra_op_num_threads = settings.threads
     so.add_session_config_entry("session.intra_op.allow_spinning", "1" if settings.spinning else "0")
+    if settings.worker_cpu is not None:     # ONNX Runtime numbers the logical processors from 1
+        so.add_session_config_entry("session.intra_op_thread_affinities", str(settings.worker_cpu + 1))
     so.log_severity_level = settings.log_level
     return so
 

@@ -280,11 +280,10 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
         preference = ("int8", "fp32", "fp16") if provider == "cpu" else ("fp16", "fp32", "int8")
         variant = next((v for v in preference if v in config.variants), "fp32")
     encoder_path, decoder_path = bundle.variant_files(directory, config, variant)
-    settings = settings.for_variant(variant)
     # Both at once: ONNX Runtime releases the GIL for most of a session's creation (PERF_NOTES.md,
     # "Session 9"). An encoder error still comes first.
-    with Background(create_session, decoder_path, provider, settings) as building_decoder:
-        encoder = create_session(encoder_path, provider, settings)
+    with Background(create_session, decoder_path, provider, settings.for_graph(variant, "decoder")) as building_decoder:
+        encoder = create_session(encoder_path, provider, settings.for_graph(variant, "encoder"))
         decoder = building_decoder.result()
     check_graph(encoder, "encoder", config, encoder_path)
     check_graph(decoder, "decoder", config, decoder_path)
@@ -343,7 +342,8 @@ class Translator:
     def __init__(self, path: str | Path | None = None, provider: str = "cpu", threads: int | None = None,
                  variant: str = "auto", *, graph_optimization: str = "all", memory_arena: bool = True,
                  spinning: bool = False, io_binding: bool | None = None, max_batch_tokens: int | None = None,
-                 max_batch_sentences: int | None = None, parallel_batches: int | None = None):
+                 max_batch_sentences: int | None = None, parallel_batches: int | None = None,
+                 low_latency: bool = False):
         """Load a bundle: a directory or a .tar.gz / .zip archive; None = the default model (`bundle.default_model`).
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
@@ -357,6 +357,10 @@ class Translator:
         together (None: 1024 and 32 on the int8 graphs, 4096 and 64 on the others; `decode_budget.py`).
         parallel_batches: batches decoded at once, sharing that budget (default: 2 on a CPU with 2 or more
         threads, else 1; see `batching.decode_all`).
+        low_latency: for one short request at a time on an otherwise idle CPU (a terminal, an editor): batches
+        decode one at a time, and the int8 decoder spreads each step over two cores, its second thread
+        pinned to a core and busy-waiting between kernels (`SessionSettings.for_graph`). Requests of many
+        sentences are slower this way, and that core is busy while a translation runs.
         """
         from .onnx_backend import SessionSettings, available_cpus
 
@@ -369,6 +373,7 @@ class Translator:
         check_count("max_batch_tokens", max_batch_tokens, optional=True)
         check_count("max_batch_sentences", max_batch_sentences, optional=True)
         for name, value, allowed in (("memory_arena", memory_arena, (bool,)), ("spinning", spinning, (bool,)),
+                                     ("low_latency", low_latency, (bool,)),
                                      ("io_binding", io_binding, (bool, type(None)))):
             if not isinstance(value, allowed):        # ONNX Runtime's own error for them is a pybind TypeError
                 raise TypeError(f"{name} must be True or False{' or None' if len(allowed) > 1 else ''}, "
@@ -381,9 +386,10 @@ class Translator:
             config = BundleConfig.load(directory)
             lexicon_path = bundle.lexicon_file(directory, config)     # present, of its recorded size
             # A GPU runs one batch at a time best; a 1-thread CPU gains nothing from two.
-            batches = parallel_batches or (1 if provider == "cuda" else min(PARALLEL_BATCHES, threads or available_cpus()))
+            batches = parallel_batches or (1 if provider == "cuda" or low_latency
+                                           else min(PARALLEL_BATCHES, threads or available_cpus()))
             settings = SessionSettings(threads=threads, parallel_batches=batches, graph_optimization=graph_optimization,
-                                       memory_arena=memory_arena, spinning=spinning)
+                                       memory_arena=memory_arena, spinning=spinning, low_latency=low_latency)
             # ONNX Runtime builds the sessions while SentencePiece loads; a tokenizer error still comes first.
             with Background(open_for_provider, directory, config, variant, provider, settings, io_binding) as opening:
                 tokenizer = bundle.load_tokenizer(directory, config)

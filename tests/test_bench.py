@@ -529,15 +529,16 @@ def test_ct2_cuda_engines_are_skipped_without_cuda_12s_cublas(monkeypatch):
 
 def test_the_old_int8_budget_can_run_beside_the_default(fixture_checkpoint, data_dir, tmp_path):
     """`ort-int8-64` (asked for by name) decodes with the budget before session 24, and the report says
-    which budget each of our engines ran with."""
+    which budget each of our engines ran with, and which ran with low_latency."""
     out = tmp_path / "out"
     proc = mt_bench(str(fixture_checkpoint), "--data-dir", str(data_dir), "--datasets", "tatoeba-dev",
                     "--limit", "2", "--reps", "1", "--warmup", "1", "--cold-reps", "1", "--threads", "1",
-                    "--engines", "ort-int8,ort-int8-64", "-o", str(out), "--work-dir", str(tmp_path / "work"))
+                    "--engines", "ort-int8,ort-int8-64,ort-int8-latency", "-o", str(out), "--work-dir", str(tmp_path / "work"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     engines = json.loads((out / "results.json").read_text())["engines"]
     assert "32 rows / 1024 tokens" in engines["ort-int8"]["impl"]
     assert "64 rows / 4096 tokens" in engines["ort-int8-64"]["impl"]
+    assert "low_latency" in engines["ort-int8-latency"]["impl"] and "low_latency" not in engines["ort-int8"]["impl"]
 
 
 def test_ct2_replicas_translate_as_one_translator_does(fixture_checkpoint, data_dir, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tarfile
 import threading
@@ -10,6 +11,7 @@ import time
 import unicodedata
 import warnings
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime import (BundleError, DecodeOptions, LanguageWarning, LongInputWarning, ModelLoadError, OptionError,
                            Translation, Translator, TranslationError)
 from mtkit.runtime import bundle
+from mtkit.runtime.onnx_backend import SessionSettings
 from mtkit.runtime.sentences import split, split_sentences
 from mtkit.runtime.translator import clean
 
@@ -114,7 +117,7 @@ def test_counts_are_checked_alike(t, fixture_bundle):
     for name, value in [("threads", 2.5), ("max_batch_tokens", "4096"), ("max_batch_sentences", True)]:
         with pytest.raises(TypeError, match=f"{name} must be an int, not {type(value).__name__}"):
             Translator(fixture_bundle, **{name: value})
-    for name, value in [("memory_arena", "no"), ("spinning", 1), ("io_binding", "yes")]:
+    for name, value in [("memory_arena", "no"), ("spinning", 1), ("io_binding", "yes"), ("low_latency", "yes")]:
         with pytest.raises(TypeError, match=f"{name} must be True or False"):
             Translator(fixture_bundle, **{name: value})
     with pytest.raises(TranslationError, match="threads must be at most 1024, not 100000"):     # hung ORT
@@ -370,6 +373,35 @@ def test_translate_iter_numbers_texts_across_its_batches(t):
         list(t.translate_iter([GERMAN[0]] * 5 + [None], batch_size=2, beam_size=1))
     with pytest.warns(LanguageWarning, match="^text 4: looks like"):
         list(t.translate_iter([GERMAN[0]] * 3 + ["日本語のテキストです。"], batch_size=2, beam_size=1))
+
+
+def test_low_latency_puts_the_int8_decoder_on_two_cores(fixture_bundle, monkeypatch):
+    """low_latency: one batch at a time, the int8 encoder on one thread, the decoder on two, its extra
+    thread busy-waiting and pinned to the last CPU the process may use; the same translations. With one
+    CPU or threads=1 there is no second core to use."""
+    def options(session):
+        o = session.get_session_options()
+        try:
+            pinned = o.get_session_config_entry("session.intra_op_thread_affinities")
+        except RuntimeError:            # not set
+            pinned = ""
+        return o.intra_op_num_threads, o.get_session_config_entry("session.intra_op.allow_spinning"), pinned
+
+    fast = Translator(fixture_bundle, variant="int8", low_latency=True)
+    assert fast.parallel_batches == 1
+    assert options(fast.backend.encoder) == (1, "0", "")
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    two_cores = (2, "1", str(cpus[-1] + 1)) if len(cpus) > 1 else (1, "0", "")   # ONNX Runtime counts CPUs from 1
+    assert options(fast.backend.decoder) == two_cores
+    for beam in (1, 4):
+        assert [t.text for t in fast.translate(GERMAN, beam_size=beam, from_lang="de")] == ENGLISH, f"beam {beam}"
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2}, raising=False)
+    one_cpu = SessionSettings(low_latency=True)
+    assert one_cpu.for_graph("int8", "decoder") == one_cpu.for_graph("int8", "encoder") == replace(one_cpu, threads=1)
+    assert SessionSettings(low_latency=True, threads=4).for_graph("fp32", "decoder").threads == 4   # int8 only
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert SessionSettings(low_latency=True, threads=1).for_graph("int8", "decoder").threads == 1
+    assert SessionSettings(low_latency=True).for_graph("int8", "decoder").worker_cpu == 1
 
 
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
