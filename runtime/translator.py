@@ -385,7 +385,7 @@ class Translator:
             directory = bundle.resolve_model(path)
             config = BundleConfig.load(directory)
             lexicon_path = bundle.lexicon_file(directory, config)     # present, of its recorded size
-            # A GPU runs one batch at a time best; a 1-thread CPU gains nothing from two.
+            # A GPU runs one batch at a time best, as does low_latency; a 1-thread CPU gains nothing from two.
             batches = parallel_batches or (1 if provider == "cuda" or low_latency
                                            else min(PARALLEL_BATCHES, threads or available_cpus()))
             settings = SessionSettings(threads=threads, parallel_batches=batches, graph_optimization=graph_optimization,
