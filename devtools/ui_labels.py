@@ -8,19 +8,21 @@ phrase the same way: "Wählen Sie Speichern aus." / "Select Save.", "Klicken Sie
 "Click Next to ...". This takes the label from each side of such a pair in techdocs/msdocs (both sides
 at most three words, capitalised, no article), drops every pair that shares a side with the labels
 devtools/heldout_labels.py holds out or with word_pairs.py's test words, and writes each distinct
-pair once: one in ten, chosen by hash, to test.tsv, never trained on. German<TAB>English, one a line.
+pair once: one in ten, chosen by hash as word_pairs.py chooses, to test.tsv, never trained on.
+German<TAB>English, one a line.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import re
 from collections import Counter
 from pathlib import Path
 
 from heldout_labels import held_out_labels
+from word_pairs import held_out
+
+from mtkit.train.config import Corpus
 
 DOCS = "techdocs/msdocs"
 WORD_TEST = Path(__file__).resolve().parent.parent / "runs" / "word-pairs" / "test.tsv"
@@ -35,17 +37,11 @@ ARTICLES = {"die", "den", "das", "der", "diese", "dieses", "the", "this"}
 def ui_labels(data_dir: Path) -> Counter:
     """Each (German, English) label pair and how often the documentation names it."""
     pairs = Counter()
-    with gzip.open(data_dir / f"{DOCS}.de.gz", "rt", encoding="utf-8") as de, \
-            gzip.open(data_dir / f"{DOCS}.en.gz", "rt", encoding="utf-8") as en:
-        for d, e in zip(de, en):
-            g, f = GERMAN.match(d.strip()), ENGLISH.match(e.strip())
-            if g and f and not {w.lower() for w in (g[1] + " " + f[1]).split()} & ARTICLES:
-                pairs[g[1], f[1]] += 1
+    for p in Corpus(src="de", tgt="en", prefix=DOCS).load(data_dir):
+        g, f = GERMAN.match(p.src.strip()), ENGLISH.match(p.tgt.strip())
+        if g and f and not {w.lower() for w in (g[1] + " " + f[1]).split()} & ARTICLES:
+            pairs[g[1], f[1]] += 1
     return pairs
-
-
-def held_out(pair: tuple[str, str]) -> bool:
-    return hashlib.sha1(pair[0].encode("utf-8")).digest()[0] % 10 == 0
 
 
 def main() -> None:

@@ -77,7 +77,7 @@ class SessionSettings:
         settings = self.for_variant(variant)
         if not (self.low_latency and variant == "int8"):
             return settings
-        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        cpus = affinity()
         if graph == "encoder" or len(cpus) < 2 or self.threads == 1:
             return replace(settings, threads=1)
         return replace(settings, threads=2, spinning=True, worker_cpu=cpus[-1])
@@ -92,12 +92,18 @@ class SessionSettings:
         return replace(self, threads=max(1, (self.threads or available_cpus()) // self.parallel_batches))
 
 
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, e.g. under taskset or a container's cpuset)."""
+def affinity() -> list[int]:
+    """The CPUs (0-based) this process may run on: its affinity mask, e.g. under taskset or a container's
+    cpuset; [] where the OS does not say (not on Linux)."""
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:       # not on Linux
-        return os.cpu_count() or 1
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return []
+
+
+def available_cpus() -> int:
+    """How many CPUs this process may run on (`affinity`; else all of them)."""
+    return len(affinity()) or os.cpu_count() or 1
 
 
 def cuda_available() -> bool:
