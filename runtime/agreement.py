@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .batching import pad_batch
-from .search import beam_score, log_softmax
-from .vocab import BOS_ID, EOS_ID, PAD_ID
+from .scoring import forced_steps
+from .search import beam_score
+from .vocab import EOS_ID
 
 LogprobsAlong = Callable[[Sequence[int]], np.ndarray]   # tokens -> [len(tokens) + 1, V] log-probs
 
@@ -82,17 +82,11 @@ def sequence_score(tokens: Sequence[int], logprobs: np.ndarray, length_penalty: 
 def forced_logprobs(backend, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]) -> list[np.ndarray]:
     """Teacher-forced log-probs along each target: one [len(target) + 1, V] array per sentence
     (row i is the distribution after BOS + target[:i]), computed in one batch with `backend`."""
-    src_ids, src_mask = pad_batch([list(s) for s in sources])
-    state = backend.start(src_ids, src_mask)
-    steps = max(len(t) for t in targets) + 1
     rows: list[list[np.ndarray]] = [[] for _ in targets]
-    tokens = np.full(len(targets), BOS_ID, dtype=np.int64)
-    for i in range(steps):
-        logp = log_softmax(backend.step(state, tokens)[0].astype(np.float32))
+    for i, logp in enumerate(forced_steps(backend, sources, targets)):
         for r, t in enumerate(targets):
             if i <= len(t):
                 rows[r].append(logp[r])
-        tokens = np.array([t[i] if i < len(t) else PAD_ID for t in targets], dtype=np.int64)
     return [np.stack(r) for r in rows]
 
 

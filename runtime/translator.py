@@ -38,6 +38,7 @@ from .prefix import Prefix
 from .protect import (Masked, equivalents, mask, repair_copies, repair_ellipses, repair_emphasis, repair_numbers,
                       strip_ansi, unmask, vocabulary_lacks)
 from .repetition import Pieces
+from .scoring import Score, score_all
 from .search import Hypothesis as SearchHypothesis, beam_score
 from .sentences import split
 from .threads import MAX_THREADS, Background
@@ -529,6 +530,51 @@ class Translator:
         Translation per text, in order (a str gives a list of one). Language codes are case-insensitive.
         """
         return self._translate(texts, to, options, from_lang, split_sentences, overrides, glossary, prefix)
+
+    def score(self, sources: list[str] | str, targets: list[str] | str, to: str | None = None) -> list[Score]:
+        """The model's log-probability of each target as the translation of its source, piece by piece
+        (runtime/scoring.py): to filter parallel data, rank candidate translations, or weigh one made
+        elsewhere. Sources and targets pair up in order (a str is a list of one); `to` is the targets'
+        language (default as in `translate`). Each side is read as written, as one sentence: none of
+        translate's sentence splitting, masking or casing. A side longer than the model's maximum is a
+        TranslationError. Returns one `Score` per pair, in order; `score_iter` does the same for a stream."""
+        sources, targets = list(as_texts(sources)), list(as_texts(targets))
+        if len(sources) != len(targets):
+            raise TranslationError(f"{len(sources)} sources for {len(targets)} targets: give one target per source")
+        return self._score(sources, targets, to)
+
+    def score_iter(self, sources: Iterable[str], targets: Iterable[str], to: str | None = None,
+                   batch_size: int = 256) -> Iterator[Score]:
+        """`score` for two streams, `batch_size` pairs at a time, yielding each Score in input order."""
+        check_count("batch_size", batch_size)
+        end = object()
+        pairs = itertools.zip_longest(as_texts(sources), as_texts(targets), fillvalue=end)
+        done = 0
+        while chunk := list(itertools.islice(pairs, batch_size)):
+            if (missing := next((i for i, pair in enumerate(chunk) if end in pair), None)) is not None:
+                ended = "sources" if chunk[missing][0] is end else "targets"
+                raise TranslationError(f"the {ended} end after {done + missing:,}: give one target per source")
+            yield from self._score([s for s, _ in chunk], [t for _, t in chunk], to, first=done + 1)
+            done += len(chunk)
+
+    def _score(self, sources: list[str], targets: list[str], to: str | None, first: int = 1) -> list[Score]:
+        """`score` of pairs whose count is checked; `first`: the number of the first pair, in messages."""
+        tag = self.tag_id(to)
+        limit = self.config.max_positions - 2         # a source's tag and </s>; a target's <s> and </s>
+        pairs = []
+        for number, texts in enumerate(zip(sources, targets), start=first):
+            pair = []
+            for side, text in zip(("source", "target"), texts):
+                if not isinstance(text, str):
+                    raise TranslationError(f"{side} {number} is a {type(text).__name__}, not a str")
+                if len(ids := self.tokenizer.encode(clean(text).strip())) > limit:
+                    raise TranslationError(f"{side} {number} is {len(ids)} tokens; this model reads at most {limit}")
+                pair.append(ids)
+            pairs.append(pair)
+        log_probs = score_all(self.backend, [source_ids(s, tag, limit + 2) for s, _ in pairs], [t for _, t in pairs],
+                              self.max_batch_tokens, self.max_batch_sentences, self.parallel_batches) if pairs else []
+        return [Score(source, target, [*map(self.tokenizer.id_to_piece, t), EOS_PIECE], lp.tolist())
+                for source, target, (_, t), lp in zip(sources, targets, pairs, log_probs)]
 
     def translate_html(self, page: str, to: str | None = None, options: DecodeOptions | None = None, *,
                        from_lang: str = "auto", split_sentences: bool = True, glossary: Glossary | None = None,

@@ -23,7 +23,7 @@ import mtkit
 from conftest import GERMAN, ENGLISH, ORT_THREADS
 
 BIN = Path(sys.executable).parent
-COMMANDS = ["mt-translate", "mt-eval", "mt-tui", "mt-serve", "mt-train", "mt-export", "mt-bench"]
+COMMANDS = ["mt-translate", "mt-eval", "mt-tui", "mt-serve", "mt-score", "mt-train", "mt-export", "mt-bench"]
 EXTRAS = "onnxruntime,torch,ctranslate2"
 TATOEBA = Path(__file__).parent / "fixtures" / "tatoeba"
 
@@ -82,6 +82,7 @@ def test_help_version_and_usage_errors_need_no_extra(without, command):
     (EXTRAS, "mt-eval", ["-s", TATOEBA / "dev.de", "-r", TATOEBA / "dev.en"], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
     (EXTRAS, "mt-tui", [], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
     (EXTRAS, "mt-serve", ["--port", "0"], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
+    (EXTRAS, "mt-score", [TATOEBA / "dev.de", TATOEBA / "dev.en"], ["'mtkit[cpu]'", "'mtkit[gpu]'"]),
     (EXTRAS, "mt-eval", ["-m", "CHECKPOINT", "-s", TATOEBA / "dev.de", "-r", TATOEBA / "dev.en"], ["'mtkit[train]'"]),
     (EXTRAS, "mt-train", ["configs/multi30k_de_en.toml"], ["'mtkit[train]'"]),
     (EXTRAS, "mt-export", ["CHECKPOINT"], ["'mtkit[train]'"]),

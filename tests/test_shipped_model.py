@@ -69,6 +69,17 @@ def test_translations_keep_the_key_words(translator, source, to, any_of):
         assert any(word in text for word in alternatives), (source, text, alternatives)
 
 
+@pytest.mark.parametrize("source, to, right, wrong", [
+    ("Ich habe Hunger.", "en", "I'm hungry.", "The weather is nice."),
+    ("Wo ist der Bahnhof?", "en", "Where is the station?", "Where is the cat?"),
+    ("I don't have time today.", "de", "Ich habe heute keine Zeit.", "Ich habe heute keinen Hund."),
+])
+def test_a_translation_scores_above_a_wrong_one(translator, source, to, right, wrong):
+    """Translator.score ranks a right translation over a wrong one by far (a margin no CPU's rounding moves)."""
+    good, bad = translator.score([source, source], [right, wrong], to=to)
+    assert good.mean_log_prob > bad.mean_log_prob + 0.5
+
+
 def test_an_untrained_direction_is_refused(translator):
     from mtkit.runtime import TranslationError
 

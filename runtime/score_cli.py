@@ -1,0 +1,91 @@
+"""`mt-score`: how likely the model finds each line of one file as the translation of the same line of
+another (`Translator.score_iter`, runtime/scoring.py), one score a line: to filter parallel data, rank
+candidate translations, or flag doubtful ones."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from .cli_options import MODEL, PROVIDER, THREADS, TO, VARIANT, budget_options
+from .cli_support import CommandError, command, run_and_exit
+
+PROG = "mt-score"
+
+EPILOG = """\b
+Examples:
+  mt-score corpus.de corpus.en > scores.txt         # one score per pair: 0 is certain, lower less likely
+  mt-score --to de corpus.en corpus.de
+  mt-score --format jsonl sources.de candidates.en  # also the tokens and each one's log-prob
+  paste scores.txt corpus.de corpus.en | sort -g | head    # the pairs the model finds least likely
+
+Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
+
+
+@command(PROG, epilog=EPILOG)
+@click.argument("sources", metavar="SOURCES")
+@click.argument("targets", metavar="TARGETS")
+@MODEL
+@TO
+@PROVIDER
+@VARIANT
+@THREADS
+@click.option("-o", "--output", metavar="FILE", help="Output file, written whole or not at all (default: stdout).")
+@click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True,
+              help="text: each pair's mean log-prob per token; jsonl: also its sum, the target's tokens and each "
+                   "token's log-prob.")
+@budget_options
+def main(sources, targets, model, to, provider, variant, threads, output, fmt, max_batch_tokens,
+         max_batch_sentences) -> None:
+    """Score each line of TARGETS as the translation of the same line of SOURCES (UTF-8 text files, gzip if
+    .gz): the model's log-probability of the target's tokens, its end included, read as written and
+    without sentence splitting. --to is the language of TARGETS."""
+    from .cli import write_output
+    from .errors import TranslationError
+    from .text_io import InputError, check_output, read_lines, same_file
+    from .translator import Translator
+
+    try:
+        source_lines, target_lines = read_lines(sources), read_lines(targets)
+        if len(source_lines) != len(target_lines):
+            raise InputError(f"{sources} has {len(source_lines):,} lines and {targets} {len(target_lines):,}: "
+                             f"give one target line for each source line")
+        if output and output != "-":
+            check_output(output)
+            for path in (sources, targets):
+                if same_file(path, output):
+                    raise InputError(f"{output}: is an input file ({path}); write the scores to another file")
+    except InputError as e:
+        raise CommandError(str(e)) from None
+    try:
+        translator = Translator(model, provider=provider, threads=threads, variant=variant,
+                                max_batch_tokens=max_batch_tokens, max_batch_sentences=max_batch_sentences)
+        translator.tag_id(to)
+    except TranslationError as e:
+        raise CommandError(str(e)) from None
+
+    def write_all(out) -> None:
+        for lineno, score in enumerate(translator.score_iter(source_lines, target_lines, to), start=1):
+            if fmt == "text":
+                out.write(f"{score.mean_log_prob:.4f}\n")
+            else:
+                out.write(json.dumps({"line": lineno, "mean_log_prob": round(score.mean_log_prob, 4),
+                                      "log_prob": round(score.log_prob, 4), "tokens": score.tokens,
+                                      "log_probs": [round(x, 4) for x in score.log_probs]}, ensure_ascii=False) + "\n")
+
+    try:
+        write_output(output, write_all)
+    except TranslationError as e:           # "source 12 is 300 tokens; ...": pairs count as lines do
+        raise CommandError(str(e)) from None
+
+
+def run() -> None:
+    """The `mt-score` console script: `main`, then a quick exit (cli_support.run_and_exit)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")      # as mt-translate: the runtime never calls BLAS
+    run_and_exit(main)
+
+
+if __name__ == "__main__":
+    run()

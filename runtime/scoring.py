@@ -1,0 +1,93 @@
+"""Scoring translations given in advance: the model's log-probability of each target piece after its
+source and the pieces before it (teacher forcing), as CTranslate2's `score_batch` and marian-scorer
+give them. For filtering parallel data, ranking candidate translations, or a confidence for a
+translation made elsewhere (`Translator.score`, `mt-score`).
+
+The same teacher forcing, a step at a time on any backend, gives agreement.py the distributions it
+compares two decodes with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .batching import length_batches, pad_batch
+from .search import log_softmax
+from .threads import run_in_threads
+from .vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass
+class Score:
+    source: str
+    target: str
+    tokens: list[str]            # the target's pieces, then "</s>"
+    log_probs: list[float]       # one per token: log p(token | source, the tokens before it)
+
+    @property
+    def log_prob(self) -> float:
+        """The whole target's log-probability, its end (</s>) included."""
+        return float(sum(self.log_probs))
+
+    @property
+    def mean_log_prob(self) -> float:
+        """log_prob per token, which compares targets of different lengths (its exp is the geometric
+        mean of the tokens' probabilities)."""
+        return self.log_prob / len(self.log_probs)
+
+
+def forced_steps(backend, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]) -> Iterator[np.ndarray]:
+    """Teacher forcing a step at a time: for i = 0 .. the longest target's length, the log-probs [N,V]
+    after BOS + target[:i]. A row past its target's end is fed PAD; what follows there is noise."""
+    src_ids, src_mask = pad_batch([list(s) for s in sources])
+    state = backend.start(src_ids, src_mask)
+    tokens = np.full(len(targets), BOS_ID, dtype=np.int64)
+    for i in range(max(len(t) for t in targets) + 1):
+        yield log_softmax(backend.step(state, tokens)[0])
+        tokens = np.array([t[i] if i < len(t) else PAD_ID for t in targets], dtype=np.int64)
+
+
+def target_log_probs(backend, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """Each target's log-probs in one batch: one per piece, then one for EOS. A backend that feeds a
+    whole sequence in one call (ONNX: `teacher_force`) does so; the others step."""
+    paths = [np.array([*t, EOS_ID]) for t in targets]
+    if hasattr(backend, "teacher_force"):
+        src_ids, src_mask = pad_batch([list(s) for s in sources])
+        fed = np.full((len(targets), max(map(len, paths))), PAD_ID, dtype=np.int64)
+        for row, t in enumerate(targets):
+            fed[row, : len(t) + 1] = [BOS_ID, *t]
+        logits = backend.teacher_force(backend.start(src_ids, src_mask), fed)[0]
+        return [log_softmax(logits[row, : len(p)])[np.arange(len(p)), p] for row, p in enumerate(paths)]
+    chosen = [np.empty(len(p), dtype=np.float32) for p in paths]
+    for i, logp in enumerate(forced_steps(backend, sources, targets)):
+        for row, p in enumerate(paths):
+            if i < len(p):
+                chosen[row][i] = logp[row, p[i]]
+    return chosen
+
+
+def score_all(backend, sources: list[list[int]], targets: list[list[int]], max_tokens: int,
+              max_sentences: int, parallel_batches: int = 1) -> list[np.ndarray]:
+    """`target_log_probs` of every pair, in length-sorted batches of at most `max_tokens` positions
+    (source or target, whichever is longer) and `max_sentences` pairs, `parallel_batches` of them at
+    once in threads, each within its share of that budget (as `batching.decode_all`); results in
+    input order."""
+    lengths = [max(len(s), len(t) + 1) for s, t in zip(sources, targets)]
+    share = max(parallel_batches, 1)
+    batches = list(length_batches(lengths, max_tokens // share, max(max_sentences // share, 1)))
+
+    def run(batch: list[int]) -> list[np.ndarray]:
+        return target_log_probs(backend, [sources[i] for i in batch], [targets[i] for i in batch])
+
+    if share > 1 and len(batches) > 1:
+        scored = run_in_threads(run, batches, min(share, len(batches)))
+    else:
+        scored = map(run, batches)
+    results: list[np.ndarray | None] = [None] * len(sources)
+    for batch, log_probs in zip(batches, scored):
+        for i, lp in zip(batch, log_probs):
+            results[i] = lp
+    return results
