@@ -13,7 +13,9 @@ from mtkit.runtime.decode_options import DecodeOptions
 from mtkit.runtime.scoring import Score, forced_steps, score_all, target_log_probs
 from mtkit.runtime.vocab import EOS_ID, EOS_PIECE, source_ids
 
-PAIRS = list(zip(GERMAN[:6], ENGLISH[:6])) + [("Guten Morgen!", "The weather is nice."), ("", "")]
+# Pairs the fixture model knows (log-probs near 0), mismatched ones (far below), and an empty one.
+PAIRS = [*zip(GERMAN[:6], ENGLISH[:6]), (GERMAN[0], ENGLISH[1]), (GERMAN[2], ENGLISH[0]),
+         ("Guten Morgen!", "The weather is nice."), ("", "")]
 
 
 def encoded(t: Translator, pairs, to: str = "en"):
@@ -34,6 +36,7 @@ def test_scores_are_pytorchs_from_the_onnx_graphs(fixture_translator, fixture_ch
         np.testing.assert_allclose(a.log_probs, b.log_probs, rtol=0, atol=1e-3)
     assert all(isinstance(s, Score) and s.log_prob == pytest.approx(sum(s.log_probs)) for s in onnx_scores)
     assert len(onnx_scores[-1].log_probs) == 1                  # an empty target: only its end is scored
+    assert min(s.log_prob for s in onnx_scores) < -10          # not only near-certain tokens compared
 
 
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
@@ -93,3 +96,16 @@ def test_bad_pairs_are_refused_with_their_number(fixture_translator):
     assert t.score([], []) == []
     one = t.score("Hallo.", "Hello.")                 # a str is a list of one
     assert len(one) == 1 and one[0].source == "Hallo." and one[0].mean_log_prob < 0
+
+
+def test_score_iter_streams_in_order_and_counts_on(fixture_translator):
+    t = fixture_translator
+    sources, targets = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    streamed = list(t.score_iter(iter(sources), (x for x in targets), batch_size=3))
+    for got, want in zip(streamed, t.score(sources, targets), strict=True):
+        assert got.tokens == want.tokens and got.log_probs == pytest.approx(want.log_probs, abs=1e-5)
+    with pytest.raises(TranslationError, match="the targets end after 3"):
+        list(t.score_iter(sources[:5], targets[:3], batch_size=2))
+    too_long = " ".join(["Haus"] * (t.config.max_positions + 5))
+    with pytest.raises(TranslationError, match="source 5 is"):       # numbered across batches
+        list(t.score_iter([*sources[:4], too_long], targets[:5], batch_size=2))
