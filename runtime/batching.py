@@ -65,13 +65,12 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
         for i, result in cache.lookup(sources, prefixes, opts).items():
             results[i] = result
         todo = [i for i in todo if results[i] is None]
-    rows = max(opts.num_hypotheses if opts.sampling else opts.beam_size, 1) * max(parallel_batches, 1)
-    batches = [[todo[j] for j in batch] for batch in
-               length_batches([len(sources[i]) for i in todo], max_tokens // rows, max(max_sentences // rows, 1))]
+    rows = max(opts.num_hypotheses if opts.sampling else opts.beam_size, 1)      # a sentence's rows
     if (report := progress.reporter()) is not None:
         report(0, len(todo))
 
     def run(batch: list[int]) -> list[Result]:
+        batch = [todo[j] for j in batch]
         src_ids, src_mask = pad_batch([sources[i] for i in batch])
         decoded = decode(backend, src_ids, src_mask, opts, pieces, [prefixes[i] for i in batch])
         if cache is not None:           # as soon as decoded, on this batch's thread: a stop costs one batch
@@ -80,11 +79,24 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
             report(len(batch), 0)
         return decoded
 
-    if parallel_batches > 1 and len(batches) > 1:
-        decoded = run_in_threads(run, batches, min(parallel_batches, len(batches)))
+    for i, result in zip(todo, in_batches(run, [len(sources[i]) for i in todo], max_tokens // rows,
+                                          max(max_sentences // rows, 1), parallel_batches)):
+        results[i] = result
+    return results
+
+
+def in_batches(run, lengths: list[int], max_tokens: int, max_sentences: int, parallel_batches: int = 1) -> list:
+    """`run(batch)` (a list of indices into `lengths`, giving one result per index) over length-sorted
+    batches within `max_tokens` padded tokens and `max_sentences` items, `parallel_batches` of them at
+    once in threads, each within its share of that budget; the results in input order."""
+    share = max(parallel_batches, 1)
+    batches = list(length_batches(lengths, max_tokens // share, max(max_sentences // share, 1)))
+    if share > 1 and len(batches) > 1:
+        done = run_in_threads(run, batches, min(share, len(batches)))
     else:
-        decoded = map(run, batches)
-    for batch, batch_results in zip(batches, decoded):
+        done = map(run, batches)
+    results: list = [None] * len(lengths)
+    for batch, batch_results in zip(batches, done):
         for i, result in zip(batch, batch_results):
             results[i] = result
     return results

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .batching import length_batches, pad_batch
+from .batching import in_batches, pad_batch
 from .search import log_softmax
-from .threads import run_in_threads
 from .vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -71,23 +70,10 @@ def target_log_probs(backend, sources: Sequence[Sequence[int]], targets: Sequenc
 
 def score_all(backend, sources: list[list[int]], targets: list[list[int]], max_tokens: int,
               max_sentences: int, parallel_batches: int = 1) -> list[np.ndarray]:
-    """`target_log_probs` of every pair, in length-sorted batches of at most `max_tokens` positions
-    (source or target, whichever is longer) and `max_sentences` pairs, `parallel_batches` of them at
-    once in threads, each within its share of that budget (as `batching.decode_all`); results in
-    input order."""
-    lengths = [max(len(s), len(t) + 1) for s, t in zip(sources, targets)]
-    share = max(parallel_batches, 1)
-    batches = list(length_batches(lengths, max_tokens // share, max(max_sentences // share, 1)))
-
+    """`target_log_probs` of every pair, batched as decoding is (`batching.in_batches`): a pair's
+    length is its source's or its target's positions, whichever is longer; results in input order."""
     def run(batch: list[int]) -> list[np.ndarray]:
         return target_log_probs(backend, [sources[i] for i in batch], [targets[i] for i in batch])
 
-    if share > 1 and len(batches) > 1:
-        scored = run_in_threads(run, batches, min(share, len(batches)))
-    else:
-        scored = map(run, batches)
-    results: list[np.ndarray | None] = [None] * len(sources)
-    for batch, log_probs in zip(batches, scored):
-        for i, lp in zip(batch, log_probs):
-            results[i] = lp
-    return results
+    lengths = [max(len(s), len(t) + 1) for s, t in zip(sources, targets)]
+    return in_batches(run, lengths, max_tokens, max_sentences, parallel_batches)
