@@ -52,6 +52,10 @@ LANGUAGE_NAMES = {
 }
 
 
+GET_PATHS = ("", "/health", "/languages", "/frontend/settings")      # and /download_file/NAME
+POST_PATHS = ("/translate", "/detect", "/translate_file")         # each a Service method of that name
+
+
 class RequestError(Exception):
     """A request the server refuses: its HTTP status and the message for the client."""
 
@@ -290,6 +294,8 @@ class Handler(BaseHTTPRequestHandler):
                                               f"attachment; filename*=UTF-8''{quote(PurePath(found['name']).name)}"})
         elif path in ("", "/health"):
             self._answer(200, {"status": "ok", "languages": self.service.translator.languages})
+        elif path in POST_PATHS:
+            self._wrong_method(path, "POST")
         else:
             self._answer(404, {"error": f"no such endpoint: GET {path or '/'}"})
 
@@ -298,12 +304,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         path = urlsplit(self.path).path.rstrip("/")
-        routes = {"/translate": self.service.translate, "/detect": self.service.detect,
-                  "/translate_file": self.service.translate_file}
         try:
-            if path not in routes:
+            if path in GET_PATHS:
+                return self._wrong_method(path, "GET")
+            if path not in POST_PATHS:
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
-            answer = routes[path](self._params())
+            answer = getattr(self.service, path[1:])(self._params())
             if "translatedFileUrl" in answer:               # a whole address, as LibreTranslate gives
                 answer["translatedFileUrl"] = f"http://{self.headers.get('Host', 'localhost')}" + answer["translatedFileUrl"]
             self._answer(200, answer)
@@ -318,6 +324,10 @@ class Handler(BaseHTTPRequestHandler):
                      {"Allow": "GET, POST, OPTIONS"})
 
     do_DELETE = do_PATCH = do_PUT
+
+    def _wrong_method(self, path: str, allowed: str) -> None:
+        self._answer(405, {"error": f"method not allowed: {self.command} {path}; use {allowed}"},
+                     {"Allow": f"{allowed}, OPTIONS"})
 
     def send_error(self, code, message=None, explain=None):
         """http.server's own refusals (a method it has no do_ for, a malformed request) in JSON too."""

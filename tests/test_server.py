@@ -308,6 +308,14 @@ def test_other_methods_get_json_405_with_allow(url, method):
     assert json.loads(text) == {"error": f"method not allowed: {method}; use GET or POST"}
 
 
+@pytest.mark.parametrize("path, method, allowed", [("/translate", "GET", "POST"), ("/detect", "GET", "POST"),
+                                                  ("/languages", "POST", "GET"), ("/health", "POST", "GET")])
+def test_an_endpoint_asked_with_the_other_method_says_which_it_takes(url, path, method, allowed):
+    status, headers, text = raw_call(url, path, b"{}" if method == "POST" else None, method=method)
+    assert status == 405 and headers["Allow"] == f"{allowed}, OPTIONS"
+    assert json.loads(text) == {"error": f"method not allowed: {method} {path}; use {allowed}"}
+
+
 def test_a_method_http_server_does_not_know_gets_json_too(url):
     status, headers, text = raw_call(url, "/translate", b"", method="FOO")
     assert status == 501 and json.loads(text) == {"error": "Unsupported method ('FOO')"}
