@@ -93,6 +93,7 @@ def build_config(ckpt: Checkpoint, checkpoint: Path, variants: dict, parity: dic
             "scores": checkpoint_scores(ckpt, checkpoint),
             **({"averaged_from": ckpt.averaged_from} if ckpt.averaged_from else {}),
             **({"shipped_from": ckpt.shipped_from} if ckpt.shipped_from else {}),
+            **({"ema_updates": ckpt.ema_updates} if ckpt.ema_updates else {}),
             "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "exporter": {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": ort.__version__,
                          "opset": opset},

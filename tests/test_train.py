@@ -27,10 +27,11 @@ def _trainer(out: Path, resume=False, **optim) -> Trainer:
 
 
 def test_resume_gives_identical_weights(tmp_path):
-    """Stopping at step 30 and resuming to step 70 (across an epoch end) equals 70 steps in one go."""
-    straight = _trainer(tmp_path / "a", max_steps=70, epochs=3)
+    """Stopping at step 30 and resuming to step 70 (across an epoch end) equals 70 steps in one go,
+    the moving average of the weights included."""
+    straight = _trainer(tmp_path / "a", max_steps=70, epochs=3, ema_decay=0.99)
     straight.train()
-    first = _trainer(tmp_path / "b", max_steps=30, epochs=3)
+    first = _trainer(tmp_path / "b", max_steps=30, epochs=3, ema_decay=0.99)
     first.train()
     last = load_checkpoint(tmp_path / "b/checkpoints/last.pt")
     assert last.progress.step == 30
@@ -48,12 +49,16 @@ def test_resume_gives_identical_weights(tmp_path):
         _trainer(tmp_path / "b", resume=True, max_steps=30, epochs=3)
     # A tokenizer file that is not the checkpoint's (as a refused start used to leave) is put back.
     tokenizer.write_bytes(load_checkpoint(REPO / "tests/fixtures/model/checkpoint.pt").tokenizer_model)
-    resumed = _trainer(tmp_path / "b", resume=True, max_steps=70, epochs=3)
+    resumed = _trainer(tmp_path / "b", resume=True, max_steps=70, epochs=3, ema_decay=0.99)
     assert resumed.state.step == 30 and tokenizer.read_bytes() == last.tokenizer_model
+    assert resumed.ema.updates == 30
     resumed.train()
     assert resumed.state.step == straight.state.step == 70
     for (name, a), (_, b) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
         assert torch.equal(a, b), name
+    assert resumed.ema.updates == straight.ema.updates == 70
+    for name, a in straight.ema.weights.items():
+        assert torch.equal(a, resumed.ema.weights[name]), name
     a_opt = straight.optimizer.state_dict()["state"]
     b_opt = resumed.optimizer.state_dict()["state"]
     assert all(torch.equal(a_opt[k]["exp_avg"], b_opt[k]["exp_avg"]) for k in a_opt)
@@ -109,7 +114,7 @@ def test_nan_loss_is_caught(tmp_path):
 
 def test_outputs_of_a_finished_run(tmp_path):
     log = io.StringIO()                                       # a log file: not a terminal, 80 columns
-    train_tiny(tmp_path, Console(file=log, width=80))         # 4 short epochs
+    train_tiny(tmp_path, Console(file=log, width=80), ema_decay=0.99)   # 4 short epochs
     out = tmp_path
     # One unwrapped, timestamped line per message, however long (paths, the model config).
     lines = log.getvalue().splitlines()
@@ -130,6 +135,14 @@ def test_outputs_of_a_finished_run(tmp_path):
     assert (out / "checkpoints/averaged.pt").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["final_checkpoint"].endswith("final.pt")
+    # The moving average of the weights: scored each epoch and at the end, a candidate for final.pt,
+    # and saved as a checkpoint of its own that differs from the last weights.
+    assert all(0 <= r["ema_dev_bleu"] <= 100 for r in dev) and 0 <= summary["ema_dev_bleu"] <= 100
+    assert summary["final"] in ("best epoch", "average of last 2", "moving average")
+    ema, last = load_checkpoint(out / "checkpoints/ema.pt"), load_checkpoint(out / "checkpoints/last.pt")
+    assert ema.ema_updates == last.progress.step == summary["steps"] > 0
+    assert not torch.equal(ema.model["decoder_layers.0.ffn.fc1.weight"], last.model["decoder_layers.0.ffn.fc1.weight"])
+    assert any("moving average of the weights" in line for line in lines)
     # best-k pruning: keep_best=1 plus the last 2 for averaging
     assert len(list((out / "checkpoints").glob("epoch*.pt"))) <= 3
 

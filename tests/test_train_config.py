@@ -48,6 +48,7 @@ def load(tmp_path: Path, text: str, overrides=()) -> RunConfig:
     (BASE.replace("[[data.train]]", "[data]\nmax_ratio = inf\n[[data.train]]"), r"data.max_ratio must be a finite number"),
     (BASE + '[optim]\nbetas = [1.5, 0.9]\n', r"\[optim\] betas must each be from 0 to below 1, not \[1.5, 0.9\]"),
     (BASE + '[optim]\nlabel_smoothing = 1.0\n', r"\[optim\] label_smoothing must be from 0 to below 1"),
+    (BASE + '[optim]\nema_decay = 1.0\n', r"\[optim\] ema_decay must be from 0 \(off\) to below 1, not 1.0"),
     (BASE + '[optim]\neval_beam = 1000\n', r"\[optim\] eval_beam must be at most 256, not 1000"),
     (BASE + '[model]\ndropout = 1.5\n', r"\[model\] dropout must be from 0 to below 1, not 1.5"),
     (BASE + '[model]\nattention_dropout = 1.0\n', r"\[model\] attention_dropout must be from 0 to below 1"),

@@ -46,7 +46,7 @@ def average_checkpoints(inputs: list[tuple[Path, float]], out: Path) -> None:
             raise CheckpointError(f"{path}: another tokenizer than {inputs[0][0]}; only the same model averages")
     paths, weights = [p for p, _ in inputs], [w for _, w in inputs]
     first.model = average_state_dicts(paths, weights)
-    first.resume = None
+    first.resume, first.ema_updates = None, None
     first.averaged_from = [f"{p} x {w / sum(weights):g}" for p, w in inputs]
     first.save(out)
 

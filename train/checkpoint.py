@@ -63,6 +63,7 @@ class Checkpoint:
     resume: ResumeState | None = None
     averaged_from: list[str] | None = None          # averaged.pt: the epoch checkpoints averaged
     shipped_from: str | None = None                 # models/*/checkpoint.fp16.pt: the checkpoint it was cut from
+    ema_updates: int | None = None                  # ema.pt: the optimizer steps its moving average has taken in
 
     @property
     def vocab_size(self) -> int:
@@ -83,6 +84,8 @@ class Checkpoint:
             raw["averaged_from"] = self.averaged_from
         if self.shipped_from is not None:
             raw["shipped_from"] = self.shipped_from
+        if self.ema_updates is not None:
+            raw["ema_updates"] = self.ema_updates
         return raw
 
     @classmethod
@@ -100,7 +103,8 @@ class Checkpoint:
                        directions=[Direction(str(a), str(b)) for a, b in raw.get("directions", [])],
                        languages=list(raw.get("languages", [])), run_config=raw.get("run_config") or {},
                        tokenizer_path=raw.get("tokenizer_path", ""), progress=progress, resume=resume,
-                       averaged_from=raw.get("averaged_from"), shipped_from=raw.get("shipped_from"))
+                       averaged_from=raw.get("averaged_from"), shipped_from=raw.get("shipped_from"),
+                       ema_updates=raw.get("ema_updates"))
         except (TypeError, ValueError, KeyError, AttributeError) as e:
             raise CheckpointError(f"{path}: unreadable config ({type(e).__name__}: {e})") from None
 

@@ -114,6 +114,7 @@ class OptimConfig:
     keep_best: int = 3               # best checkpoints kept, by dev BLEU
     average_last: int = 5            # average the last N epoch checkpoints at the end (0 = off)
     save_every_steps: int = 0        # extra mid-epoch checkpoints (0 = only at epoch ends)
+    ema_decay: float = 0.0           # keep a moving average of the weights, checkpoints/ema.pt (0 = off; 0.9998: ~5,000 steps)
     eval_beam: int = 1               # beam size for the per-epoch dev BLEU (1 = greedy)
     dev_bleu_max_sentences: int = 1000
     log_every_steps: int = 50
@@ -128,6 +129,8 @@ class OptimConfig:
             raise ValueError(f"betas must each be from 0 to below 1, not {list(self.betas)}")
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(f"label_smoothing must be from 0 to below 1, not {self.label_smoothing}")
+        if not 0 <= self.ema_decay < 1:
+            raise ValueError(f"ema_decay must be from 0 (off) to below 1, not {self.ema_decay}")
         if self.eval_beam > MAX_ROWS:                            # the decoder's own limit, met at the first dev BLEU
             raise ValueError(f"eval_beam must be at most {MAX_ROWS}, not {self.eval_beam}")
 

@@ -1,6 +1,7 @@
 """The end of each epoch and of the run: evaluate and checkpoint each epoch, keep the best
 `keep_best` epoch checkpoints by dev BLEU and the last `average_last`, stop early when dev BLEU no
-longer improves, and at the end average those last ones and make the better model `final.pt`."""
+longer improves, and at the end average those last ones and make the best of them, the best epoch
+and the moving average of the weights (`ema_decay`) `final.pt`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import torch.distributed as dist
 from mtkit.runtime.text_io import atomic_output
 
 from .checkpoint import average_state_dicts, load_checkpoint
+from .ema import EMA_FILE
 from .model import Transformer
 from .state import BestEpoch, TrainingProgress
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
 class Candidate(NamedTuple):
     """A model that may become final.pt."""
-    name: str          # "best epoch" or "average of last N"
+    name: str          # "best epoch", "average of last N" or "moving average"
     bleu: float        # dev BLEU
     path: Path
 
@@ -75,8 +77,12 @@ def end_epoch(trainer: Trainer) -> bool:
         epoch = st.epoch + 1
         trainer.log(f"epoch {epoch}: dev loss {loss:.3f} ppl {math.exp(loss):.2f} BLEU {bleu:.2f} "
                     f"({time.time() - t0:.0f}s to evaluate)")
-        trainer.append_metrics({"type": "dev", "epoch": epoch, "step": st.step, "dev_loss": loss,
-                                "dev_ppl": math.exp(loss), "dev_bleu": bleu})
+        record = {"type": "dev", "epoch": epoch, "step": st.step, "dev_loss": loss, "dev_ppl": math.exp(loss),
+                  "dev_bleu": bleu}
+        if trainer.ema is not None:
+            record["ema_dev_bleu"] = trainer.dev_bleu(trainer.average_model())
+            trainer.log(f"epoch {epoch}: moving average of the weights: dev BLEU {record['ema_dev_bleu']:.2f}")
+        trainer.append_metrics(record)
         path = trainer.checkpoint_dir / f"epoch{epoch:03d}.pt"
         st.epoch, st.batch_in_epoch = epoch, 0
         record_epoch(st, bleu, path)
@@ -122,6 +128,13 @@ def end_run(trainer: Trainer) -> dict:
         trainer.log(f"average of the last {len(last)} epochs: dev BLEU {bleu:.2f}")
         summary["averaged_dev_bleu"] = bleu
         candidates.append(Candidate(f"average of last {len(last)}", bleu, avg_path))
+    if trainer.ema is not None:
+        bleu = trainer.dev_bleu(trainer.average_model())
+        ema_path = trainer.checkpoint_dir / EMA_FILE
+        trainer.average_checkpoint().save(ema_path)
+        trainer.log(f"moving average of the weights ({trainer.ema.updates} steps): dev BLEU {bleu:.2f}")
+        summary["ema_dev_bleu"] = bleu
+        candidates.append(Candidate("moving average", bleu, ema_path))
     trainer.stop_if_asked()     # a Ctrl-C while averaging: --resume does the run's end again
     if candidates:
         name, bleu, path = max(candidates, key=lambda c: c.bleu)

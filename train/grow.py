@@ -89,7 +89,7 @@ def grow_checkpoint(source_path: Path, out: Path, encoder_layers: int | None = N
     fresh = Transformer(new).state_dict()
     ckpt.model = grow_state(ckpt.model, old, new, fresh)
     ckpt.model_config = new
-    ckpt.resume = None
+    ckpt.resume = ckpt.ema_updates = None
     ckpt.averaged_from = None
     ckpt.save(out)
     return new

@@ -108,6 +108,8 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
             raise diverged(trainer, f"gradient norm is {grad_norm.item()} at step {st.step + 1}")
         trainer.optimizer.step()
         trainer.scheduler.step()
+        if trainer.ema is not None:
+            trainer.ema.update(trainer.model)
         st.step += 1
         bi += len(group)
         st.batch_in_epoch = bi

@@ -20,9 +20,10 @@ from rich.console import Console
 from mtkit.runtime.resumable import locked
 from mtkit.runtime.text_io import blocking_file, cannot_write
 
-from .checkpoint import Checkpoint, Direction, ResumeState
+from .checkpoint import Checkpoint, CheckpointError, Direction, ResumeState, load_checkpoint
 from .config import RunConfig
 from .data import CleaningReport, DataError
+from .ema import EMA_FILE, WeightAverage
 from .evaluation import dev_bleu, dev_loss, encode_pairs
 from .finalise import end_epoch, end_run, finalised
 from .loop import Interrupted, progress_bar, run_epoch, token_loss
@@ -83,6 +84,7 @@ class Trainer:
         self.finalise_only = False                  # --resume of a run whose training ended but not its end
         self.lock = None                            # output_dir's lock file, open while this run holds it
         self.data_fingerprint = None                # the training data's, saved in last.pt for --resume
+        self.ema: WeightAverage | None = None       # optim.ema_decay's moving average of the weights (rank 0)
         # What the messages tell the user to run to continue (the CLI sets the options the run was given).
         self.resume_command = f"mt-train {run.path} --resume"
 
@@ -191,6 +193,8 @@ class Trainer:
             warm_start(warm, self.model, self.optimizer, self.scheduler, self.state)
             self.log(f"warm start from {init_from}: its weights and tokenizer, a fresh optimizer, "
                      f"LR schedule from step {self.state.step} (epoch {self.state.epoch + 1})")
+        if run.optim.ema_decay and self.is_main:
+            self.ema = self.start_average(continued=resumed is not None)
         self.ddp_model = self.model
         if self.world > 1:
             self.ddp_model = torch.nn.parallel.DistributedDataParallel(
@@ -254,6 +258,34 @@ class Trainer:
                           directions=self.directions(), languages=self.run.languages, run_config=self.run.to_dict(),
                           tokenizer_path=str(self.tokenizer_path), progress=self.state, resume=resume)
 
+    def start_average(self, continued: bool) -> WeightAverage:
+        """The moving average of the weights: on --resume, the run's own from ema.pt where it has one;
+        else a new one, from the weights the run starts with."""
+        path, decay = self.checkpoint_dir / EMA_FILE, self.optim_cfg.ema_decay
+        if not (continued and path.is_file()):
+            return WeightAverage(self.model.state_dict(), decay)
+        try:
+            saved = load_checkpoint(path, map_location=self.device)
+            if saved.model.keys() != self.model.state_dict().keys():
+                raise CheckpointError(f"{path}: its weights are not this model's")
+        except CheckpointError as e:
+            raise CheckpointError(f"{e}; delete it to start the moving average afresh") from None
+        if saved.progress.step != self.state.step:
+            self.log(f"{path} is from step {saved.progress.step}, last.pt from step {self.state.step}: "
+                     f"the moving average goes on from its own step")
+        return WeightAverage(saved.model, decay, saved.ema_updates or 0)
+
+    def average_checkpoint(self) -> Checkpoint:
+        """The moving average as a checkpoint of this run (what ema.pt holds)."""
+        ckpt = self.checkpoint(full=False)
+        ckpt.model, ckpt.ema_updates = self.ema.weights, self.ema.updates
+        return ckpt
+
+    def average_model(self) -> Transformer:
+        model = Transformer(self.run.model).to(self.device)
+        model.load_state_dict(self.ema.weights)
+        return model
+
     def directions(self) -> list[Direction]:
         """The directions this run trains."""
         return sorted({Direction(c.src, c.tgt) for c in self.run.data.train} |
@@ -262,6 +294,8 @@ class Trainer:
     def save_last(self) -> None:
         if self.is_main:
             self.checkpoint(full=True).save(self.checkpoint_dir / "last.pt")
+            if self.ema is not None:
+                self.average_checkpoint().save(self.checkpoint_dir / EMA_FILE)
         self.saved_step = self.state.step
 
     # ----- training ----------------------------------------------------------------------------
