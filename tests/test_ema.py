@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import tiny_run_dict
-from mtkit.train.checkpoint import CheckpointError
+from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 from mtkit.train.config import RunConfig
 from mtkit.train.ema import WeightAverage
 from mtkit.train.model import ModelConfig, Transformer
@@ -47,10 +47,15 @@ def test_a_damaged_ema_file_stops_resume_with_what_to_do(tmp_path):
     trainer = Trainer(run)
     trainer.prepare(resume=False)
     trainer.train()
-    (tmp_path / "checkpoints/ema.pt").write_bytes(b"not a checkpoint")
-    resumed = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path, max_steps=6, ema_decay=0.9)))
-    with pytest.raises(CheckpointError, match=r"ema.pt: .*; delete it to start the moving average afresh"):
-        resumed.prepare(resume=True)
+    ema_file = tmp_path / "checkpoints/ema.pt"
+    other = load_checkpoint(ema_file)
+    other.model["decoder_norm.weight"] = torch.zeros(3)
+    other.save(ema_file)
+    for damage in ("another model's weights", "not a checkpoint"):
+        resumed = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path, max_steps=6, ema_decay=0.9)))
+        with pytest.raises(CheckpointError, match=r"ema.pt: .*; delete it to start the moving average afresh"):
+            resumed.prepare(resume=True)
+        ema_file.write_bytes(b"not a checkpoint")
     (tmp_path / "checkpoints/ema.pt").unlink()          # as told: a new average, from last.pt's weights
     resumed = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path, max_steps=6, ema_decay=0.9)))
     resumed.prepare(resume=True)

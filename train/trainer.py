@@ -195,6 +195,9 @@ class Trainer:
                      f"LR schedule from step {self.state.step} (epoch {self.state.epoch + 1})")
         if run.optim.ema_decay and self.is_main:
             self.ema = self.start_average(continued=resumed is not None)
+        elif resumed and (self.checkpoint_dir / EMA_FILE).is_file():
+            self.log(f"{self.checkpoint_dir / EMA_FILE} is not updated by this run (ema_decay is 0); "
+                     f"set optim.ema_decay to go on with it")
         self.ddp_model = self.model
         if self.world > 1:
             self.ddp_model = torch.nn.parallel.DistributedDataParallel(
@@ -266,7 +269,8 @@ class Trainer:
             return WeightAverage(self.model.state_dict(), decay)
         try:
             saved = load_checkpoint(path, map_location=self.device)
-            if saved.model.keys() != self.model.state_dict().keys():
+            ours = self.model.state_dict()
+            if saved.model.keys() != ours.keys() or any(saved.model[k].shape != v.shape for k, v in ours.items()):
                 raise CheckpointError(f"{path}: its weights are not this model's")
         except CheckpointError as e:
             raise CheckpointError(f"{e}; delete it to start the moving average afresh") from None
