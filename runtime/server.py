@@ -52,8 +52,9 @@ LANGUAGE_NAMES = {
 }
 
 
-GET_PATHS = ("", "/health", "/languages", "/frontend/settings")      # and /download_file/NAME
-POST_PATHS = ("/translate", "/detect", "/translate_file")         # each a Service method of that name
+# Each endpoint's Service method; GET /download_file/NAME (a file POST /translate_file wrote) aside.
+GET_ROUTES = {"": "health", "/health": "health", "/languages": "languages", "/frontend/settings": "settings"}
+POST_ROUTES = {"/translate": "translate", "/detect": "detect", "/translate_file": "translate_file"}
 
 
 class RequestError(Exception):
@@ -134,6 +135,9 @@ class Service:
         self.admission = Admission(self.concurrency, self.queue)
         self.answers = AnswerCache(self.cache)
         self.downloads = AnswerCache(self.files)
+
+    def health(self) -> dict:
+        return {"status": "ok", "languages": self.translator.languages}
 
     def settings(self) -> dict:
         return {"charLimit": self.char_limit, "filesTranslation": True, "fileLimitBytes": self.file_limit,
@@ -279,10 +283,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = urlsplit(self.path).path.rstrip("/")
-        if path == "/languages":
-            self._answer(200, self.service.languages())
-        elif path == "/frontend/settings":
-            self._answer(200, self.service.settings())
+        if path in GET_ROUTES:
+            self._answer(200, getattr(self.service, GET_ROUTES[path])())
         elif path.startswith("/download_file/"):
             try:
                 found = self.service.download(path)
@@ -292,9 +294,7 @@ class Handler(BaseHTTPRequestHandler):
             kind = mimetypes.guess_type(found["name"])[0] or "application/octet-stream"
             self._answer(200, found["data"], {"Content-Type": kind, "Content-Disposition":
                                               f"attachment; filename*=UTF-8''{quote(PurePath(found['name']).name)}"})
-        elif path in ("", "/health"):
-            self._answer(200, {"status": "ok", "languages": self.service.translator.languages})
-        elif path in POST_PATHS:
+        elif path in POST_ROUTES:
             self._wrong_method(path, "POST")
         else:
             self._answer(404, {"error": f"no such endpoint: GET {path or '/'}"})
@@ -305,11 +305,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         path = urlsplit(self.path).path.rstrip("/")
         try:
-            if path in GET_PATHS:
+            if path in GET_ROUTES:
                 return self._wrong_method(path, "GET")
-            if path not in POST_PATHS:
+            if path not in POST_ROUTES:
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
-            answer = getattr(self.service, path[1:])(self._params())
+            answer = getattr(self.service, POST_ROUTES[path])(self._params())
             if "translatedFileUrl" in answer:               # a whole address, as LibreTranslate gives
                 answer["translatedFileUrl"] = f"http://{self.headers.get('Host', 'localhost')}" + answer["translatedFileUrl"]
             self._answer(200, answer)

@@ -20,6 +20,7 @@ class WeightAverage:
         self.weights = {name: copies.setdefault(value.data_ptr(), value.detach().clone().float()
                                                 if value.is_floating_point() else value.detach().clone())
                         for name, value in weights.items()}
+        self.names = list({id(value): name for name, value in reversed(self.weights.items())}.values())
         self.decay = decay
         self.updates = updates          # optimizer steps averaged in so far
 
@@ -29,14 +30,11 @@ class WeightAverage:
         new average neither clings to those nor forgets them within a few steps."""
         self.updates += 1
         keep = min(self.decay, self.updates / (self.updates + 1))
-        done = set()
+        weights = model.state_dict()
         with torch.no_grad():
-            for name, value in model.state_dict().items():
+            for name in self.names:             # each tensor once, tied ones included
                 mine = self.weights[name]
-                if id(mine) in done:
-                    continue
-                done.add(id(mine))
                 if mine.is_floating_point():
-                    mine.lerp_(value.float(), 1 - keep)
+                    mine.lerp_(weights[name].float(), 1 - keep)
                 else:
-                    mine.copy_(value)
+                    mine.copy_(weights[name])

@@ -80,7 +80,7 @@ def end_epoch(trainer: Trainer) -> bool:
         record = {"type": "dev", "epoch": epoch, "step": st.step, "dev_loss": loss, "dev_ppl": math.exp(loss),
                   "dev_bleu": bleu}
         if trainer.ema is not None:
-            record["ema_dev_bleu"] = trainer.dev_bleu(trainer.average_model())
+            record["ema_dev_bleu"] = trainer.average_bleu()
             trainer.log(f"epoch {epoch}: moving average of the weights: dev BLEU {record['ema_dev_bleu']:.2f}")
         trainer.append_metrics(record)
         path = trainer.checkpoint_dir / f"epoch{epoch:03d}.pt"
@@ -129,9 +129,10 @@ def end_run(trainer: Trainer) -> dict:
         summary["averaged_dev_bleu"] = bleu
         candidates.append(Candidate(f"average of last {len(last)}", bleu, avg_path))
     if trainer.ema is not None:
-        bleu = trainer.dev_bleu(trainer.average_model())
+        bleu = trainer.average_bleu()
         ema_path = trainer.checkpoint_dir / EMA_FILE
-        trainer.average_checkpoint().save(ema_path)
+        if not ema_path.is_file():              # saved with last.pt, but for a run resumed only to end it
+            trainer.average_checkpoint().save(ema_path)
         trainer.log(f"moving average of the weights ({trainer.ema.updates} steps): dev BLEU {bleu:.2f}")
         summary["ema_dev_bleu"] = bleu
         candidates.append(Candidate("moving average", bleu, ema_path))

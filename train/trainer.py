@@ -85,6 +85,7 @@ class Trainer:
         self.lock = None                            # output_dir's lock file, open while this run holds it
         self.data_fingerprint = None                # the training data's, saved in last.pt for --resume
         self.ema: WeightAverage | None = None       # optim.ema_decay's moving average of the weights (rank 0)
+        self.ema_bleu: tuple[int, float] | None = None    # (its updates, its dev BLEU) when last scored
         # What the messages tell the user to run to continue (the CLI sets the options the run was given).
         self.resume_command = f"mt-train {run.path} --resume"
 
@@ -285,10 +286,14 @@ class Trainer:
         ckpt.model, ckpt.ema_updates = self.ema.weights, self.ema.updates
         return ckpt
 
-    def average_model(self) -> Transformer:
-        model = Transformer(self.run.model).to(self.device)
-        model.load_state_dict(self.ema.weights)
-        return model
+    def average_bleu(self) -> float:
+        """The moving average's dev BLEU, scored once for each state of it (an epoch's end and the
+        run's end are often the same step)."""
+        if self.ema_bleu is None or self.ema_bleu[0] != self.ema.updates:
+            model = Transformer(self.run.model).to(self.device)
+            model.load_state_dict(self.ema.weights)
+            self.ema_bleu = (self.ema.updates, self.dev_bleu(model))
+        return self.ema_bleu[1]
 
     def directions(self) -> list[Direction]:
         """The directions this run trains."""
