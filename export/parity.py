@@ -7,7 +7,7 @@ Checked per variant, on batches that mix source lengths (so padding is exercised
     past) against PyTorch's cached decode and against its full uncached forward pass
     `model(src, mask, tgt_in)`;
   * greedy and beam-4 outputs of `runtime/search.py`, run over TorchBackend and the runtime's own
-    ONNX backend (opened by `runtime/translator.open_backend`, as mt-translate opens it) with the
+    ONNX backend (opened by `runtime/graph_loading.open_backend`, as mt-translate opens it) with the
     same DecodeOptions, compared token for token with the tie-aware rule of
     `runtime/agreement.py` (a difference counts only where PyTorch itself had a near-tie);
   * BLEU of each variant when references are known.
@@ -31,7 +31,7 @@ from mtkit.runtime.agreement import logprobs_along, mismatch
 from mtkit.runtime.batching import decode_all, pad_batch
 from mtkit.runtime.onnx_backend import PROVIDERS, OnnxBackend, SessionSettings
 from mtkit.runtime.search import DecodeOptions
-from mtkit.runtime.translator import open_backend
+from mtkit.runtime.graph_loading import open_backend
 from mtkit.runtime.vocab import BOS_ID, source_ids
 from mtkit.train.checkpoint import Checkpoint
 from mtkit.train.config import RunConfig

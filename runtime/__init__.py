@@ -8,7 +8,7 @@ The public names load lazily, so `import mtkit.runtime.vocab` (used by training)
 """
 
 _EXPORTS = {
-    "Translator": "translator", "Translation": "translator", "Hypothesis": "translator", "Alignment": "translator",
+    "Translator": "translator", "Translation": "results", "Hypothesis": "results", "Alignment": "results",
     "LongInputWarning": "translator", "DecodeOptions": "decode_options", "OptionError": "decode_options",
     "SourceLanguage": "language_id", "LanguageWarning": "language_id",
     "TranslationError": "errors", "ModelLoadError": "errors", "ProviderError": "errors",

@@ -41,7 +41,7 @@ from .decode_options import DecodeOptions
 from .documents import supported, translate_file
 from .errors import TranslationError
 from .markup import translate_fragments
-from .translator import prefixes_for
+from .arguments import prefixes_for
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "bg": "Bulgarian", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek", "en": "English",

@@ -14,12 +14,9 @@ import contextlib
 import functools
 import itertools
 import math
-import numbers
-import re
 import time
-import unicodedata
 import warnings
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,19 +24,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
+from .arguments import as_texts, check_count, check_glossary, language_code, prefixes_for
 from .batching import decode_all
 from .bundle_format import BundleConfig, BundleError
 from .casing import in_capitals, to_capitals, usual_case
 from .decode_budget import default_budget
 from .decode_options import DecodeOptions
-from .errors import ModelLoadError, ProviderError, TranslationError
+from .errors import ModelLoadError, TranslationError
+from .graph_loading import open_for_provider
 from .language_id import LanguageWarning, SourceLanguage
+from .long_sentences import CLAUSE_TOKENS, split_long
 from .prefix import Prefix
-from .protect import (Masked, equivalents, mask, repair_copies, repair_ellipses, repair_emphasis, repair_numbers,
-                      strip_ansi, unmask, vocabulary_lacks)
+from .protect import Masked, equivalents, mask, strip_ansi, vocabulary_lacks
 from .repetition import Pieces
+from .results import Alignment, Hypothesis, Translation
 from .scoring import Score, score_all
 from .search import Hypothesis as SearchHypothesis, beam_score
+from .sentence_text import clean, clean_space, restore, restore_after
 from .sentences import split
 from .threads import MAX_THREADS, Background
 from .vocab import EOS_PIECE, source_ids
@@ -65,54 +66,6 @@ WARNING_LEVEL = 3
 
 
 @dataclass
-class Hypothesis:
-    text: str
-    tokens: list[str]          # target SentencePiece pieces
-    score: float               # log-probability; length-normalised for beam search (see search.py)
-
-
-@dataclass
-class Alignment:
-    """Cross-attention of the last decoder layer (averaged over heads) for the best hypothesis.
-
-    Rows are `target_tokens` (the output pieces and the closing </s>), columns `source_tokens`
-    (the language tag, the source pieces and </s>). A text decoded in several parts (sentences)
-    gets a block-diagonal matrix: zeros between a part's target and another part's source."""
-
-    source_tokens: list[str]
-    target_tokens: list[str]
-    weights: list[list[float]]
-
-
-@dataclass
-class Translation:
-    text: str
-    tokens: list[str]
-    score: float
-    hypotheses: list[Hypothesis]            # n-best, best first; hypotheses[0] is text/tokens/score
-    alignment: Alignment | None = None
-    source: str = ""
-    num_tokens: int = 0                     # target pieces of the best hypothesis, without </s>
-    num_source_tokens: int = 0              # source pieces, without the language tag and </s>
-    num_parts: int = 0                      # sentences (and pieces of over-long ones) decoded
-    timings: dict = field(default_factory=dict)   # ms spent by the whole call this came from, and its size
-    warnings: list[str] = field(default_factory=list)
-    languages: list[SourceLanguage] = field(default_factory=list)   # per sentence: taken as which language, translated?
-
-    @property
-    def language(self) -> str | None:
-        """The language most sentences were taken to be in (the first on a tie): as detected and decided, or as
-        given. A sentence left as it is counts as the target language."""
-        found = [sentence.language for sentence in self.languages if sentence.language]
-        return max(found, key=found.count) if found else None
-
-    @property
-    def translated(self) -> bool:
-        """False when the whole text came back unchanged: it was already in the target language."""
-        return any(sentence.translated for sentence in self.languages)
-
-
-@dataclass
 class _Segment:
     """One sentence of a text: its decoded parts and the text around it."""
     lead: str
@@ -127,199 +80,11 @@ class _Segment:
     written: str = ""                                  # that prefix as the model's pieces spell it
 
 
-def as_texts(texts: Iterable[str] | str) -> Iterable[str]:
-    """The texts of a call: a str is one text; bytes are refused (iterated, they would be numbers)."""
-    if isinstance(texts, str):
-        return [texts]
-    if isinstance(texts, (bytes, bytearray)):
-        raise TranslationError(f"texts must be str, not {type(texts).__name__} (decode them first)")
-    if isinstance(texts, Mapping) or not isinstance(texts, Iterable):     # a dict would give its keys
-        raise TranslationError(f"texts must be a str or an iterable of str, not {type(texts).__name__}")
-    return texts
-
-
-def language_code(code: str | None) -> str | None:
-    """Language codes are case-insensitive: "DE" is "de", as bundles spell them."""
-    return code.lower() if isinstance(code, str) else code
-
-
-def check_glossary(glossary) -> None:
-    if glossary is None:
-        return
-    from .glossary import Glossary          # only with a glossary: off the start-up path
-    if not isinstance(glossary, Glossary):
-        raise TypeError(f"glossary must be a Glossary (Glossary.read(path) or Glossary.from_pairs(...)), "
-                        f"not {type(glossary).__name__}")
-
-
-def prefixes_for(prefix: str | list[str | None] | None, n: int, first: int = 1) -> list[str | None]:
-    """`translate`'s `prefix`, one per text: a str for every text, a list of one each, None for none.
-    `first`: the number of the first text, in messages."""
-    if prefix is None or isinstance(prefix, str):
-        return [prefix] * n
-    if not isinstance(prefix, (list, tuple)):
-        raise TranslationError(f"prefix must be a str, a list of one per text, or None, not {type(prefix).__name__}")
-    if len(prefix) != n:
-        raise TranslationError(f"prefix has {len(prefix)} entries for {n} texts: give one per text (None for none)")
-    for i, p in enumerate(prefix):
-        if p is not None and not isinstance(p, str):
-            raise TranslationError(f"the prefix of text {first + i} is a {type(p).__name__}, not a str")
-    return list(prefix)
-
-
-def check_count(name: str, value, optional: bool = False, most: int | None = None) -> None:
-    """A TypeError unless `value` is an int (or None, when optional), a TranslationError if under 1 or
-    over `most`."""
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < 1:
-        raise TranslationError(f"{name} must be at least 1, not {value}")
-    if most is not None and value > most:
-        raise TranslationError(f"{name} must be at most {most}, not {value}")
-
-
-# "ß" typed as Greek "β" after a lower-case Latin letter ("Maβnahme", "groβ"), as in WMT's German news.
-SHARP_S_LOOKALIKE = re.compile(r"(?<=[a-zäöü])β")
-
-
-def clean(text: str) -> str:
-    """Control characters become spaces (tab and newline included); a BOM and lone surrogates go; letters
-    written with combining marks are composed (NFC). Decomposed, "ä" is "a" and a diaeresis the vocabulary
-    spells in bytes, which protect.mask took out and put back into the translation on its own. A "β" for
-    "ß" (SHARP_S_LOOKALIKE) is read as "ß" ("Aβ", "IFN-β" keep theirs)."""
-    if "β" in text:
-        text = SHARP_S_LOOKALIKE.sub("ß", text)
-    if not text.isprintable():
-        text = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text)
-    text = text.replace("\ufeff", "")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:          # lone surrogates (e.g. from surrogateescape'd input)
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
-
-
-# Line breaks other than "\n" (and "\r\n"), and tabs: an output line stays one input line, and in
-# mt-translate's text output a tab separates the n-best.
-ODD_SPACE = re.compile(r"\r(?!\n)|[\t\v\f\x1c-\x1f\x85\u2028\u2029]")
 UNKNOWN_SCRIPT = "none of its letters are in this model's vocabulary; left as it is"
 
-
-def clean_space(space: str) -> str:
-    """The whitespace around a sentence, as written but for ODD_SPACE, which becomes spaces."""
-    return ODD_SPACE.sub(" ", space)
-
-
-def restore(translation: str, masked: Masked | None) -> str:
-    """A sentence's translation with its numbers, ellipses and final marks repaired and its protected spans
-    put back (protect.py)."""
-    if masked is None:
-        return translation
-    for repair in (repair_numbers, repair_ellipses, repair_emphasis):
-        translation = repair(masked.text, translation)
-    return unmask(repair_copies(masked.copies, translation), masked.spans)
-
-
-def restore_after(prefix: str, written: str, translation: str, masked: Masked | None) -> str:
-    """`restore` for a translation that starts with `written`, its prefix as the model's pieces spell it
-    (whitespace and Unicode normalised): that start goes back as the user wrote it, numbers and all."""
-    restored = restore(translation, masked)
-    if restored.startswith(written):
-        return prefix.rstrip() + restored[len(written):]
-    if translation.startswith(written):     # the number repair changed the user's numbers: not there
-        rest = translation[len(written):]
-        return prefix.rstrip() + (unmask(rest, masked.spans) if masked else rest)
-    return restored
-
-
-# A sentence longer than this many tokens is translated in clauses: the model was trained on
-# sentences, and its output degrades (and loops) long before the position limit.
-CLAUSE_TOKENS = 100
-CLAUSE_MARKS = (",", ";", ":", "–", "—", ")")
 # A text's alignment is dense, target x source tokens, block-diagonal over its parts: past this many
 # source tokens it would take gigabytes (3,000 sentences on one line were killed at 18 GB).
 MAX_ALIGNED_TOKENS = 4096
-CONJUNCTIONS = frozenset("""und oder aber denn sondern weil dass wenn als ob obwohl während damit bevor nachdem
-    and or but because that which who when while although if before after since so then""".split())
-
-
-def cut_rank(pieces: list[str], j: int) -> int:
-    """How good a place for a cut the start of pieces[j] is: 2 a clause boundary (after a comma,
-    semicolon, ... or before a conjunction), 1 another word start, 0 inside a word."""
-    if not pieces[j].startswith("▁"):
-        return 0
-    if pieces[j - 1].endswith(CLAUSE_MARKS) or pieces[j][1:].lower() in CONJUNCTIONS:
-        return 2
-    return 1
-
-
-def split_long(ids: list[int], limit: int, pieces: list[str]) -> list[list[int]]:
-    """Cut `ids` into parts of at most `limit`, about equal, at clause boundaries where there are
-    any (then word starts), each cut in the middle half of where it may go."""
-    n_parts = math.ceil(len(ids) / limit)
-    parts, start = [], 0
-    for k in range(1, n_parts):
-        ideal = round(len(ids) * k / n_parts)
-        lowest = max(start + 1, len(ids) - (n_parts - k) * limit)      # the rest must still fit
-        highest = min(start + limit, len(ids) - 1)
-        window = range(max(lowest, ideal - limit // 4), min(highest, ideal + limit // 4) + 1) or range(lowest, highest + 1)
-        cut = max(window, key=lambda j: (cut_rank(pieces, j), -abs(j - ideal)))
-        parts.append(ids[start:cut])
-        start = cut
-    parts.append(ids[start:])
-    return parts
-
-
-def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: str, settings):
-    """(variant, encoder session, decoder session) for a variant ("auto": int8 on CPU or fp16 on CUDA
-    when the bundle has it, else fp32), each graph checked against config.json."""
-    from .onnx_backend import check_graph, create_session
-
-    if variant == "auto":
-        preference = ("int8", "fp32", "fp16") if provider == "cpu" else ("fp16", "fp32", "int8")
-        variant = next((v for v in preference if v in config.variants), "fp32")
-    encoder_path, decoder_path = bundle.variant_files(directory, config, variant)
-    # Both at once: ONNX Runtime releases the GIL for most of a session's creation (PERF_NOTES.md,
-    # "Session 9"). An encoder error still comes first.
-    with Background(create_session, decoder_path, provider, settings.for_graph(variant, "decoder")) as building_decoder:
-        encoder = create_session(encoder_path, provider, settings.for_graph(variant, "encoder"))
-        decoder = building_decoder.result()
-    check_graph(encoder, "encoder", config, encoder_path)
-    check_graph(decoder, "decoder", config, decoder_path)
-    return variant, encoder, decoder
-
-
-def open_for_provider(directory: Path, config: BundleConfig, variant: str, provider: str, settings,
-                      io_binding: bool | None = None) -> tuple[str, str, str, object]:
-    """(provider, why it was chosen, variant, backend): `open_backend` on `provider`, where "auto" is
-    CUDA when this onnxruntime has it and it initializes, else the CPU."""
-    from .onnx_backend import cuda_available
-
-    if provider != "auto":
-        return (provider, "", *open_backend(directory, config, variant, provider, settings, io_binding))
-    note = "this onnxruntime build has no CUDA provider"
-    if cuda_available():
-        try:
-            return ("cuda", "CUDA is available and initialized",
-                    *open_backend(directory, config, variant, "cuda", settings, io_binding))
-        except ProviderError as e:
-            note = f"CUDA did not initialize: {e}"
-    return ("cpu", note, *open_backend(directory, config, variant, "cpu", settings, io_binding))
-
-
-def open_backend(directory: Path, config: BundleConfig, variant: str, provider: str, settings,
-                 io_binding: bool | None = None):
-    """(variant, backend) for a variant as `open_graphs` chooses it: an IOBindingBackend, which keeps
-    the KV cache on the device, when `io_binding` (default: on CUDA only), else an OnnxBackend."""
-    from .onnx_backend import IOBindingBackend, OnnxBackend
-
-    variant, encoder, decoder = open_graphs(directory, config, variant, provider, settings)
-    use_binding = provider == "cuda" if io_binding is None else io_binding
-    if use_binding:
-        return variant, IOBindingBackend(encoder, decoder, config, device=provider, settings=settings)
-    return variant, OnnxBackend(encoder, decoder, config)
 
 
 class Translator:

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mtkit.runtime.long_sentences import CLAUSE_TOKENS, split_long
 from mtkit.runtime.protect import (Masked, equivalents, mask, overlap_test, repair_copies, repair_ellipses,
                                    repair_emphasis, repair_numbers, strip_ansi, unknown_runs, unmask, vocabulary_lacks)
-from mtkit.runtime.translator import CLAUSE_TOKENS, restore, split_long
+from mtkit.runtime.sentence_text import restore
 
 
 def lacks(char: str) -> bool:

@@ -12,7 +12,7 @@ from conftest import REPO
 from mtkit.runtime import Translator
 from mtkit.runtime.bundle import default_model
 from mtkit.runtime.casing import usual_case
-from mtkit.runtime.translator import CLAUSE_TOKENS
+from mtkit.runtime.long_sentences import CLAUSE_TOKENS
 
 DATA = REPO.parent / "shared" / "data"
 

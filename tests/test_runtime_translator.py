@@ -24,7 +24,7 @@ from mtkit.runtime import (BundleError, DecodeOptions, LanguageWarning, LongInpu
 from mtkit.runtime import bundle
 from mtkit.runtime.onnx_backend import SessionSettings
 from mtkit.runtime.sentences import split, split_sentences
-from mtkit.runtime.translator import clean
+from mtkit.runtime.sentence_text import clean
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ def main(model: str | None, from_lang: str | None, to: str | None, provider: str
         raise click.UsageError("mt-tui needs an interactive terminal; for files and pipes use mt-translate")
     from mtkit.runtime import Translator
     from mtkit.runtime.errors import TranslationError
-    from mtkit.runtime.translator import language_code
+    from mtkit.runtime.arguments import language_code
 
     # The model and the options are checked as mt-translate checks them, with its one-line errors;
     # the app then starts with the model loaded (ctrl+o and the provider switch load in the app).

@@ -207,7 +207,7 @@ def sentence_spans(line: str) -> list[tuple[int, int]]:
 def alignment_blocks(alignment) -> list[tuple[slice, slice]]:
     """The (target rows, source columns) block of each decoded part. A line of several sentences
     is decoded part by part: each part's source starts with a language tag `<2xx>` and its target
-    ends with `</s>`, and the matrix is block-diagonal (runtime/translator.py, Alignment)."""
+    ends with `</s>`, and the matrix is block-diagonal (runtime/results.py, Alignment)."""
     from mtkit.runtime.vocab import EOS_PIECE, tag_language
 
     cols = [j for j, piece in enumerate(alignment.source_tokens) if tag_language(piece) is not None]
