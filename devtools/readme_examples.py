@@ -1,11 +1,12 @@
-"""Run the README's self-contained `mt-translate` examples and show where the output now differs.
+"""Run the self-contained `mt-translate` examples of the README and docs/documents.md and show where the
+output now differs.
 
-For whoever changes the shipped model or what the runtime hands it: the README's console blocks show
+For whoever changes the shipped model or what the runtime hands it: their console blocks show
 real outputs, and a new model changes some of them. Only examples that need nothing else are run (no
 files, pipes, other models or devices); a JSON line is compared without its timings. Not a test: a
 model's output is not something the test suite may assert.
 
-    python devtools/readme_examples.py [README.md] [--mt-translate PATH]
+    python devtools/readme_examples.py [FILE.md ...] [--mt-translate PATH]
 """
 
 from __future__ import annotations
@@ -55,11 +56,12 @@ def comparable(line: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("readme", nargs="?", default=Path(__file__).resolve().parents[1] / "README.md", type=Path)
+    root = Path(__file__).resolve().parents[1]
+    parser.add_argument("pages", nargs="*", default=[root / "README.md", root / "docs" / "documents.md"], type=Path)
     parser.add_argument("--mt-translate", default=str(Path(sys.executable).with_name("mt-translate")))
     args = parser.parse_args()
     differing = 0
-    runs = examples(args.readme.read_text(encoding="utf-8"))
+    runs = [run for page in args.pages for run in examples(page.read_text(encoding="utf-8"))]
     with tempfile.TemporaryDirectory() as cwd:              # away from the checkout and its files
         for command, expected in runs:
             argv = [args.mt_translate, *shlex.split(command)[1:]]
@@ -67,7 +69,7 @@ def main() -> int:
             got = [line for line in (done.stdout + done.stderr).splitlines() if line]
             if Counter(map(comparable, got)) != Counter(map(comparable, (e for e in expected if e))):
                 differing += 1
-                print(f"$ {command}\n  README:\n" + "".join(f"    {e}\n" for e in expected)
+                print(f"$ {command}\n  shown:\n" + "".join(f"    {e}\n" for e in expected)
                       + "  now:\n" + "".join(f"    {g}\n" for g in got))
     print(f"{len(runs)} examples run, {differing} differ")
     return 1 if differing else 0
