@@ -93,7 +93,8 @@ class Translator:
     Translator(path=None, provider="cpu", threads=None, variant="auto", ...) loads a bundle directory
     or archive (None: the default model) to run on "cpu", "cuda" or "auto" with `threads` ONNX Runtime
     threads; the keyword-only rest tunes the sessions and the batches (see `__init__`). Loading takes a
-    while: keep one Translator for many calls.
+    while: keep one Translator for many calls, and share it between threads if you like (calls made at
+    once each get what they would get alone).
 
     `translate(texts, to=None, options=None, **overrides)` is the call: a str or a list of str in, one
     `Translation` per text out. `translate_iter` does the same for a stream, a batch at a time.

@@ -434,6 +434,39 @@ def test_parallel_batches_give_the_same_translations(fixture_bundle, variant):
     assert overlapped[0]
 
 
+def test_one_translator_serves_several_threads_at_once(fixture_bundle, tmp_path):
+    """An app's worker threads may share one Translator: calls made at the same time each get the
+    translations they get alone, and a decode cache opened in one thread is that thread's alone."""
+    shared = Translator(fixture_bundle, threads=1, max_batch_sentences=8)
+    calls = [("de", "en", 1), ("en", "de", 4), ("de", "en", 4), ("en", "de", 1)] * 2
+    texts = {"de": GERMAN[:24], "en": ENGLISH[:24]}
+    alone = [[x.text for x in shared.translate(texts[src], to=tgt, beam_size=beam, from_lang=src)]
+             for src, tgt, beam in calls]
+    together: dict[int, list[str]] = {}
+    cache_size: list[int] = []
+    gate = threading.Barrier(len(calls))
+
+    def call(i: int) -> None:
+        src, tgt, beam = calls[i]
+        gate.wait()                                          # all start at once
+        if i == 0:
+            with shared.decode_cache(tmp_path / "kept.cache") as cache:
+                together[i] = [x.text for x in shared.translate(texts[src], to=tgt, beam_size=beam, from_lang=src)]
+                cache_size.append(len(cache))
+        else:
+            together[i] = [x.text for x in shared.translate_iter(texts[src], to=tgt, beam_size=beam, from_lang=src,
+                                                                 batch_size=5)]
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert [together.get(i) for i in range(len(calls))] == alone
+    assert alone[0] == ENGLISH[:24] and alone[1] == GERMAN[:24]
+    assert cache_size == [24]                                # thread 0's sentences only, not the others'
+
+
 def test_ctrl_c_in_the_callers_batch_stops_the_parallel_ones(fixture_bundle):
     """The calling thread decodes batches too: a Ctrl-C there is raised at once, and the other thread
     starts no batch after it (the ones not yet started are dropped, not waited for)."""
