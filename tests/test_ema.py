@@ -1,7 +1,10 @@
 """The moving average of the weights (`optim.ema_decay`, train/ema.py)."""
 
+import io
+
 import pytest
 import torch
+from rich.console import Console
 
 from conftest import tiny_run_dict
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
@@ -57,8 +60,15 @@ def test_a_damaged_ema_file_stops_resume_with_what_to_do(tmp_path):
             resumed.prepare(resume=True)
         ema_file.write_bytes(b"not a checkpoint")
     (tmp_path / "checkpoints/ema.pt").unlink()          # as told: a new average, from last.pt's weights
-    resumed = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path, max_steps=6, ema_decay=0.9)))
+    log = io.StringIO()
+    resumed = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path, max_steps=6, ema_decay=0.9)),
+                      Console(file=log, width=200))
     resumed.prepare(resume=True)
-    assert resumed.ema.updates == 0
+    assert resumed.ema.updates == 0 and "moving average of the weights (decay 0.9): a new one" in log.getvalue()
     for name, value in resumed.model.state_dict().items():
         assert torch.equal(resumed.ema.weights[name], value), name
+    resumed.train()                                     # steps 4 to 6, then a resume that goes on from them
+    log = io.StringIO()
+    Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path, max_steps=9, ema_decay=0.9)),
+            Console(file=log, width=200)).prepare(resume=True)
+    assert "goes on from" in log.getvalue() and "ema.pt, 3 updates so far" in log.getvalue()

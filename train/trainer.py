@@ -267,6 +267,7 @@ class Trainer:
         else a new one, from the weights the run starts with."""
         path, decay = self.checkpoint_dir / EMA_FILE, self.optim_cfg.ema_decay
         if not (continued and path.is_file()):
+            self.log(f"moving average of the weights (decay {decay}): a new one, from the weights the run starts with")
             return WeightAverage(self.model.state_dict(), decay)
         try:
             saved = load_checkpoint(path, map_location=self.device)
@@ -278,6 +279,8 @@ class Trainer:
         if saved.progress.step != self.state.step:
             self.log(f"{path} is from step {saved.progress.step}, last.pt from step {self.state.step}: "
                      f"the moving average goes on from its own step")
+        self.log(f"moving average of the weights (decay {decay}): goes on from {path}, "
+                 f"{saved.ema_updates or 0:,} updates so far")
         return WeightAverage(saved.model, decay, saved.ema_updates or 0)
 
     def average_checkpoint(self) -> Checkpoint:
