@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_MODEL = FIXTURES / "model"
@@ -22,6 +23,9 @@ REPO = Path(__file__).parent.parent
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # ONNX Runtime's intra-op threads in tests (1 by default; run the suite with 2 too, see README).
 ORT_THREADS = int(os.environ.get("MT_TEST_ORT_THREADS", "1"))
+# For an emulated CPU (devtools/aarch64-emulated test), many times slower than Hypothesis's health
+# checks and deadlines expect: pytest --hypothesis-profile=emulated.
+settings.register_profile("emulated", suppress_health_check=[HealthCheck.too_slow], deadline=None)
 # The fixture model's run config names its data relative to fixtures/ (its parity set is its dev set).
 os.environ["MT_DATA_DIR"] = str(FIXTURES)
 
