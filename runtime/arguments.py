@@ -1,5 +1,5 @@
-"""Checks on the arguments of `Translator`'s calls, shared with mt-serve: a clear error, never a traceback
-from deep inside a batch."""
+"""Checks on the arguments of `Translator`'s calls (mt-serve and mt-tui use some too): a clear error,
+never a traceback from deep inside a batch."""
 
 from __future__ import annotations
 
