@@ -25,7 +25,7 @@ import numpy as np
 
 from . import bundle, language_id
 from .arguments import as_texts, check_count, check_glossary, language_code, prefixes_for
-from .batching import decode_all
+from .batching import PAD_MULTIPLE, decode_all
 from .bundle_format import BundleConfig, BundleError
 from .casing import in_capitals, to_capitals, usual_case
 from .decode_budget import default_budget
@@ -194,6 +194,7 @@ class Translator:
         self.max_batch_tokens = max_batch_tokens or budget[0]
         self.max_batch_sentences = max_batch_sentences or budget[1]
         self.parallel_batches = parallel_batches
+        self.pad_to = PAD_MULTIPLE          # on Arm, batches padded to length buckets: batching.PAD_MULTIPLE
         # Targets the model was trained to produce; a tag alone (e.g. a reverse direction never
         # trained) would give fluent-looking garbage.
         tags = set(config.language_tags)
@@ -569,7 +570,8 @@ class Translator:
 
         # 2. Decoding, length-sorted, in input order.
         results = decode_all(self.backend, sources, opts, self.max_batch_tokens, self.max_batch_sentences,
-                             self.parallel_batches, self.pieces, source_prefixes) if sources else []
+                             self.parallel_batches, self.pieces, source_prefixes, self.pad_to,
+                             self.config.max_positions) if sources else []
         if any(not r.hypotheses or math.isnan(r.hypotheses[0].score) for r in results):
             # NaN weights (a broken average or export): beam search then finds nothing, greedy finds noise
             raise ModelLoadError(f"{self.path}: the model's scores are not numbers (NaN): its weights are "
@@ -610,7 +612,8 @@ class Translator:
         if not again:
             return
         redone = decode_all(self.backend, [ids for _, _, ids in again], opts, self.max_batch_tokens,
-                            self.max_batch_sentences, self.parallel_batches, self.pieces, [None] * len(again))
+                            self.max_batch_sentences, self.parallel_batches, self.pieces, [None] * len(again),
+                            self.pad_to, self.config.max_positions)
         for (seg, masked, ids), result in zip(again, redone):
             if result.hypotheses:
                 seg.masked, sources[seg.parts[0]], results[seg.parts[0]] = masked, ids, result

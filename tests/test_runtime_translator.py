@@ -22,6 +22,7 @@ from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime import (BundleError, DecodeOptions, LanguageWarning, LongInputWarning, ModelLoadError, OptionError,
                            Translation, Translator, TranslationError)
 from mtkit.runtime import bundle
+from mtkit.runtime.batching import length_batches, pad_batch, padded_length
 from mtkit.runtime.onnx_backend import SessionSettings
 from mtkit.runtime.sentences import split, split_sentences
 from mtkit.runtime.sentence_text import clean
@@ -432,6 +433,34 @@ def test_parallel_batches_give_the_same_translations(fixture_bundle, variant):
         assert [t.text for t in got] == [t.text for t in expected] == ENGLISH, f"beam {beam}"
         assert [t.score for t in got] == [t.score for t in expected]
     assert overlapped[0]
+
+
+def test_length_buckets_hold_one_padded_length_a_batch():
+    """On Arm, batches pad to length buckets (batching.PAD_MULTIPLE): every batch one padded length,
+    a multiple of the bucket or the model's positions, within the token budget."""
+    lengths = [3, 5, 16, 17, 18, 31, 32, 33, 47, 60, 61, 62, 9, 12, 14, 2, 40]
+    batches = list(length_batches(lengths, max_tokens=96, max_sentences=4, pad_to=16, most=62))
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        widths = {padded_length(lengths[i], 16, 62) for i in b}
+        assert len(widths) == 1 and len(b) <= 4 and widths.pop() * len(b) <= 96 or len(b) == 1
+        ids, mask = pad_batch([[7] * lengths[i] for i in b], 16, 62)
+        assert ids.shape[1] == padded_length(max(lengths[i] for i in b), 16, 62)
+        assert ids.shape[1] % 16 == 0 or ids.shape[1] == 62
+        assert mask.sum(1).tolist() == [lengths[i] for i in b]
+    assert padded_length(61, 16, 62) == 62 and padded_length(17, 16) == 32 and padded_length(17) == 17
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_length_buckets_give_the_same_translations(fixture_bundle, variant):
+    """The bucketed batches Arm gets translate as the plain ones do, alone and batched."""
+    plain = Translator(fixture_bundle, variant=variant, threads=ORT_THREADS, max_batch_sentences=8)
+    bucketed = Translator(fixture_bundle, variant=variant, threads=ORT_THREADS, max_batch_sentences=8)
+    bucketed.pad_to = 16
+    for beam in (1, 4):
+        expected = [x.text for x in plain.translate(GERMAN, beam_size=beam, from_lang="de")]
+        assert [x.text for x in bucketed.translate(GERMAN, beam_size=beam, from_lang="de")] == expected == ENGLISH
+        assert [bucketed.translate(g, beam_size=beam, from_lang="de")[0].text for g in GERMAN[:12]] == ENGLISH[:12]
 
 
 def test_one_translator_serves_several_threads_at_once(fixture_bundle, tmp_path):
