@@ -35,6 +35,7 @@ class DecodeCache:
 
         self.path, self.namespace = Path(path), namespace
         self.lock = threading.Lock()         # batches are kept from the threads that decode them
+        self.closed = False
         try:
             self.connection = sqlite3.connect(self.path, check_same_thread=False)
             with self.connection:
@@ -61,13 +62,19 @@ class DecodeCache:
     def keep(self, sources: list[list[int]], prefixes: list, opts, results: list[Result]) -> None:
         """These sources' results, written at once (a batch: what an interruption may cost)."""
         rows = [(self.key(s, p, opts), json.dumps(asdict(r))) for s, p, r in zip(sources, prefixes, results)]
-        with self.lock, self.connection:
-            self.connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+        with self.lock:
+            if self.closed:             # the run was stopped while this batch decoded on another thread
+                return
+            with self.connection:
+                self.connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
 
     def close(self) -> None:
-        """Closed; deleted if it holds nothing (a run that failed at once leaves no file behind)."""
-        empty = not len(self)
-        self.connection.close()
+        """Closed; deleted if it holds nothing (a run that failed at once leaves no file behind). Under
+        the lock: SQLite closed under a batch thread's write crashed the process (a segfault)."""
+        with self.lock:
+            empty = not len(self)
+            self.connection.close()
+            self.closed = True
         if empty:
             self.path.unlink(missing_ok=True)
 

@@ -56,3 +56,20 @@ def test_a_run_that_fails_before_decoding_leaves_no_cache(model, tmp_path, capsy
     code, _, err = cli(capsys, "-i", str(tmp_path / "broken.docx"), "-o", str(tmp_path / "letter.docx"))
     assert code == 1 and err.count("\n") == 1 and "not a .docx" in err
     assert [p.name for p in tmp_path.iterdir()] == ["broken.docx"]
+
+
+def test_a_batch_that_ends_after_the_run_was_stopped_is_dropped(tmp_path):
+    """A parallel batch may finish after the run stopped and closed the cache (ctrl+c, Escape in
+    mt-tui): its write is dropped, not sent to a closed SQLite connection, which crashed the process."""
+    from mtkit.runtime.decode_cache import DecodeCache
+    from mtkit.runtime.decode_options import DecodeOptions
+    from mtkit.runtime.search import Hypothesis, Result
+
+    cache = DecodeCache(tmp_path / "kept.cache", "model")
+    opts = DecodeOptions(beam_size=1)
+    cache.keep([[5, 6, 3]], [None], opts, [Result([Hypothesis([7], -0.5)])])
+    cache.close()
+    cache.keep([[5, 8, 3]], [None], opts, [Result([Hypothesis([9], -0.5)])])       # no error, no crash
+    again = DecodeCache(tmp_path / "kept.cache", "model")
+    assert len(again) == 1 and list(again.lookup([[5, 6, 3]], [None], opts)) == [0]
+    again.close()
