@@ -37,12 +37,15 @@ def length_batches(lengths: list[int], max_tokens: int, max_sentences: int, pad_
     `pad_to` > 1 of one padded length only."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     batch: list[int] = []
+    batch_width = 0
     for i in order:
         width = padded_length(lengths[i], pad_to, most)
         if batch and (len(batch) + 1 > max_sentences or width * (len(batch) + 1) > max_tokens
-                      or width != padded_length(lengths[batch[0]], pad_to, most)):
+                      or (pad_to > 1 and width != batch_width)):
             yield batch
             batch = []
+        if not batch:
+            batch_width = width
         batch.append(i)
     if batch:
         yield batch

@@ -449,6 +449,8 @@ def test_length_buckets_hold_one_padded_length_a_batch():
         assert ids.shape[1] % 16 == 0 or ids.shape[1] == 62
         assert mask.sum(1).tolist() == [lengths[i] for i in b]
     assert padded_length(61, 16, 62) == 62 and padded_length(17, 16) == 32 and padded_length(17) == 17
+    # Without buckets (x86), sentences of different lengths still share a batch.
+    assert list(length_batches([3, 5, 9, 12], max_tokens=96, max_sentences=8)) == [[0, 1, 2, 3]]
 
 
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
