@@ -47,6 +47,7 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
                     str(src)], check=True, capture_output=True)
     [wheel] = (tmp_path / "dist").glob("mtkit-*.whl")
     assert wheel.stat().st_size <= MAX_WHEEL_MB * 2**20
+    assert_readme_states_the_wheel_size(wheel.stat().st_size / 1e6)
     names = zipfile.ZipFile(wheel).namelist()
     for name in ("config.json", "tokenizer.model", "encoder.int8.onnx", "decoder.int8.onnx", "embedding.int8.bin",
                  "lexicon.tsv.gz", "README.md"):
@@ -72,6 +73,14 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
     page = run("mt-translate", "--html", "--from", "de", "<p>Das ist <b>sehr</b> wichtig.</p>")
     assert page.startswith("<p>") and page.count("<b>") == 1 and page.endswith("</p>\n")
     assert "--subtitles" in run("mt-translate", "--help") and run("mt-serve", "--help").startswith("Usage: mt-serve")
+
+
+def assert_readme_states_the_wheel_size(megabytes: float):
+    """The README gives the wheel's size three times; a new model changes it (v12 left it stale)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    stated = [float(mb) for pattern in (r"build --wheel`, (\d+\.\d) MB\)", r"a (\d+\.\d) MB wheel", r"\((\d+\.\d) MB to download\)")
+              for mb in re.findall(pattern, readme)]
+    assert len(stated) == 3 and all(abs(mb - megabytes) <= 0.1 for mb in stated), (stated, round(megabytes, 2))
 
 
 def test_ci_runs_the_readme_test_command():
