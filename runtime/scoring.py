@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .batching import in_batches, pad_batch
+from .batching import in_batches, pad_batch, padded_length
 from .search import log_softmax
 from .vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -49,13 +49,15 @@ def forced_steps(backend, sources: Sequence[Sequence[int]], targets: Sequence[Se
         tokens = np.array([t[i] if i < len(t) else PAD_ID for t in targets], dtype=np.int64)
 
 
-def target_log_probs(backend, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]) -> list[np.ndarray]:
+def target_log_probs(backend, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_to: int = 1,
+                     most: int | None = None) -> list[np.ndarray]:
     """Each target's log-probs in one batch: one per piece, then one for EOS. A backend that feeds a
-    whole sequence in one call (ONNX: `teacher_force`) does so; the others step."""
+    whole sequence in one call (ONNX: `teacher_force`) does so, sources and targets padded to multiples
+    of `pad_to` (up to `most` positions); the others step."""
     paths = [np.array([*t, EOS_ID]) for t in targets]
     if hasattr(backend, "teacher_force"):
-        src_ids, src_mask = pad_batch([list(s) for s in sources])
-        fed = np.full((len(targets), max(map(len, paths))), PAD_ID, dtype=np.int64)
+        src_ids, src_mask = pad_batch([list(s) for s in sources], pad_to, most)
+        fed = np.full((len(targets), padded_length(max(map(len, paths)), pad_to, most)), PAD_ID, dtype=np.int64)
         for row, t in enumerate(targets):
             fed[row, : len(t) + 1] = [BOS_ID, *t]
         logits = backend.teacher_force(backend.start(src_ids, src_mask), fed)[0]
@@ -69,11 +71,25 @@ def target_log_probs(backend, sources: Sequence[Sequence[int]], targets: Sequenc
 
 
 def score_all(backend, sources: list[list[int]], targets: list[list[int]], max_tokens: int,
-              max_sentences: int, parallel_batches: int = 1) -> list[np.ndarray]:
+              max_sentences: int, parallel_batches: int = 1, pad_to: int = 1, most: int | None = None) -> list[np.ndarray]:
     """`target_log_probs` of every pair, batched as decoding is (`batching.in_batches`): a pair's
-    length is its source's or its target's positions, whichever is longer; results in input order."""
-    def run(batch: list[int]) -> list[np.ndarray]:
-        return target_log_probs(backend, [sources[i] for i in batch], [targets[i] for i in batch])
+    length is its source's or its target's positions, whichever is longer; results in input order.
+    With `pad_to` > 1 (batching.PAD_MULTIPLE: on Arm) a batch holds pairs of one source bucket and one
+    target bucket only, each padded to its bucket, so that a pair's score does not depend on its batch."""
+    def bucket(i: int) -> tuple[int, ...]:          # with pad_to 1, one for all
+        return (padded_length(len(sources[i]), pad_to, most), padded_length(len(targets[i]) + 1, pad_to, most)) \
+            if pad_to > 1 else ()
 
-    lengths = [max(len(s), len(t) + 1) for s, t in zip(sources, targets)]
-    return in_batches(run, lengths, max_tokens, max_sentences, parallel_batches)
+    buckets: dict[tuple[int, ...], list[int]] = {}
+    for i in range(len(sources)):
+        buckets.setdefault(bucket(i), []).append(i)
+    results: list = [None] * len(sources)
+    for members in buckets.values():
+        def run(batch: list[int], members: list[int] = members) -> list[np.ndarray]:
+            pairs = [members[j] for j in batch]
+            return target_log_probs(backend, [sources[i] for i in pairs], [targets[i] for i in pairs], pad_to, most)
+
+        lengths = [max(len(sources[i]), len(targets[i]) + 1) for i in members]
+        for i, log_probs in zip(members, in_batches(run, lengths, max_tokens, max_sentences, parallel_batches)):
+            results[i] = log_probs
+    return results

@@ -339,7 +339,8 @@ class Translator:
                 pair.append(ids)
             pairs.append(pair)
         log_probs = score_all(self.backend, [source_ids(s, tag, limit + 2) for s, _ in pairs], [t for _, t in pairs],
-                              self.max_batch_tokens, self.max_batch_sentences, self.parallel_batches) if pairs else []
+                              self.max_batch_tokens, self.max_batch_sentences, self.parallel_batches,
+                              self.pad_to, self.config.max_positions) if pairs else []
         return [Score(source, target, [*map(self.tokenizer.id_to_piece, t), EOS_PIECE], lp.tolist())
                 for source, target, (_, t), lp in zip(sources, targets, pairs, log_probs)]
 

@@ -8,10 +8,10 @@ import pytest
 
 from conftest import ENGLISH, GERMAN, ORT_THREADS
 from mtkit.runtime import Translator, TranslationError
-from mtkit.runtime.batching import decode_all
+from mtkit.runtime.batching import decode_all, padded_length
 from mtkit.runtime.decode_options import DecodeOptions
 from mtkit.runtime.scoring import Score, forced_steps, score_all, target_log_probs
-from mtkit.runtime.vocab import EOS_ID, EOS_PIECE, source_ids
+from mtkit.runtime.vocab import EOS_ID, EOS_PIECE, PAD_ID, source_ids
 
 # Pairs the fixture model knows (log-probs near 0), mismatched ones (far below), and an empty one.
 PAIRS = [*zip(GERMAN[:6], ENGLISH[:6]), (GERMAN[0], ENGLISH[1]), (GERMAN[2], ENGLISH[0]),
@@ -67,6 +67,36 @@ def test_a_pairs_score_does_not_depend_on_its_batch(fixture_bundle, variant):
         np.testing.assert_allclose(together[i], alone, rtol=0, atol=1e-4)
         np.testing.assert_allclose(in_twos[i], alone, rtol=0, atol=1e-4)
         np.testing.assert_allclose(in_threads[i], alone, rtol=0, atol=1e-4)
+
+
+def test_on_arm_a_batch_holds_one_source_and_one_target_bucket(fixture_bundle):
+    """On Arm ONNX Runtime rounds with the padded length (batching.PAD_MULTIPLE), so there a pair is
+    scored at the same padded source and target widths alone as in any batch; the scores stay the
+    unbucketed ones."""
+    t = Translator(fixture_bundle, threads=ORT_THREADS)
+    pairs = [(" ".join(GERMAN[i:i + k]), " ".join(ENGLISH[j:j + m])) for i, k, j, m in
+             [(0, 1, 0, 1), (1, 3, 1, 1), (2, 1, 2, 3), (3, 4, 3, 4), (4, 2, 4, 3), (5, 3, 5, 1), (6, 4, 6, 2)]]
+    sources, targets = encoded(t, pairs)
+    most = t.config.max_positions
+    calls = []                       # each batch: its padded widths, and its rows' own lengths
+
+    class Recording:
+        def start(self, ids, mask):
+            calls.append({"sources": (ids.shape[1], mask.sum(1).tolist())})
+            return t.backend.start(ids, mask)
+
+        def teacher_force(self, state, fed):
+            calls[-1]["targets"] = (fed.shape[1], (fed != PAD_ID).sum(1).tolist())
+            return t.backend.teacher_force(state, fed)
+
+    bucketed = score_all(Recording(), sources, targets, 4096, 64, pad_to=16, most=most)
+    assert len(calls) > 2, "the pairs should fall into several buckets"
+    for call in calls:
+        for width, lengths in call.values():
+            assert width % 16 == 0 and {padded_length(n, 16, most) for n in lengths} == {width}
+    assert sum(len(call["sources"][1]) for call in calls) == len(pairs)
+    for got, want in zip(bucketed, score_all(t.backend, sources, targets, 4096, 64)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
 
 
 def test_the_search_scores_its_own_output_so(fixture_translator):
