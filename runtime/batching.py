@@ -31,21 +31,18 @@ def padded_length(length: int, pad_to: int = 1, most: int | None = None) -> int:
     return max(length, min(rounded, most)) if most is not None else rounded
 
 
-def length_batches(lengths: list[int], max_tokens: int, max_sentences: int, pad_to: int = 1,
-                   most: int | None = None) -> Iterator[list[int]]:
-    """Indices grouped by similar length, each group within `max_tokens` padded tokens, and with
-    `pad_to` > 1 of one padded length only."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+def length_batches(lengths: list[int], max_tokens: int, max_sentences: int,
+                   buckets: list | None = None) -> Iterator[list[int]]:
+    """Indices grouped by similar length, each group within `max_tokens` padded tokens. `buckets`: a key
+    per index (on Arm, its padded widths), and a group holds one key only."""
+    keys = buckets or [0] * len(lengths)
+    order = sorted(range(len(lengths)), key=lambda i: (keys[i], lengths[i]))
     batch: list[int] = []
-    batch_width = 0
     for i in order:
-        width = padded_length(lengths[i], pad_to, most)
-        if batch and (len(batch) + 1 > max_sentences or width * (len(batch) + 1) > max_tokens
-                      or (pad_to > 1 and width != batch_width)):
+        if batch and (len(batch) + 1 > max_sentences or lengths[i] * (len(batch) + 1) > max_tokens
+                      or keys[i] != keys[batch[0]]):
             yield batch
             batch = []
-        if not batch:
-            batch_width = width
         batch.append(i)
     if batch:
         yield batch
@@ -106,20 +103,21 @@ def decode_all(backend: DecoderBackend, sources: list[list[int]], opts: DecodeOp
             report(len(batch), 0)
         return decoded
 
-    for i, result in zip(todo, in_batches(run, [len(sources[i]) for i in todo], max_tokens // rows,
-                                          max(max_sentences // rows, 1), parallel_batches, pad_to, most)):
+    widths = [padded_length(len(sources[i]), pad_to, most) for i in todo]
+    for i, result in zip(todo, in_batches(run, widths, max_tokens // rows, max(max_sentences // rows, 1),
+                                          parallel_batches, widths if pad_to > 1 else None)):
         results[i] = result
     return results
 
 
 def in_batches(run, lengths: list[int], max_tokens: int, max_sentences: int, parallel_batches: int = 1,
-               pad_to: int = 1, most: int | None = None) -> list:
+               buckets: list | None = None) -> list:
     """`run(batch)` (a list of indices into `lengths`, giving one result per index) over length-sorted
     batches within `max_tokens` padded tokens and `max_sentences` items, `parallel_batches` of them at
-    once in threads, each within its share of that budget; the results in input order. `pad_to` and
-    `most`: as `length_batches` takes them."""
+    once in threads, each within its share of that budget; the results in input order. `buckets`: as
+    `length_batches` takes them."""
     share = max(parallel_batches, 1)
-    batches = list(length_batches(lengths, max_tokens // share, max(max_sentences // share, 1), pad_to, most))
+    batches = list(length_batches(lengths, max_tokens // share, max(max_sentences // share, 1), buckets))
     if share > 1 and len(batches) > 1:
         done = run_in_threads(run, batches, min(share, len(batches)))
     else:

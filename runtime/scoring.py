@@ -76,20 +76,10 @@ def score_all(backend, sources: list[list[int]], targets: list[list[int]], max_t
     length is its source's or its target's positions, whichever is longer; results in input order.
     With `pad_to` > 1 (batching.PAD_MULTIPLE: on Arm) a batch holds pairs of one source bucket and one
     target bucket only, each padded to its bucket, so that a pair's score does not depend on its batch."""
-    def bucket(i: int) -> tuple[int, ...]:          # with pad_to 1, one for all
-        return (padded_length(len(sources[i]), pad_to, most), padded_length(len(targets[i]) + 1, pad_to, most)) \
-            if pad_to > 1 else ()
+    def run(batch: list[int]) -> list[np.ndarray]:
+        return target_log_probs(backend, [sources[i] for i in batch], [targets[i] for i in batch], pad_to, most)
 
-    buckets: dict[tuple[int, ...], list[int]] = {}
-    for i in range(len(sources)):
-        buckets.setdefault(bucket(i), []).append(i)
-    results: list = [None] * len(sources)
-    for members in buckets.values():
-        def run(batch: list[int], members: list[int] = members) -> list[np.ndarray]:
-            pairs = [members[j] for j in batch]
-            return target_log_probs(backend, [sources[i] for i in pairs], [targets[i] for i in pairs], pad_to, most)
-
-        lengths = [max(len(sources[i]), len(targets[i]) + 1) for i in members]
-        for i, log_probs in zip(members, in_batches(run, lengths, max_tokens, max_sentences, parallel_batches)):
-            results[i] = log_probs
-    return results
+    widths = [(padded_length(len(s), pad_to, most), padded_length(len(t) + 1, pad_to, most))
+              for s, t in zip(sources, targets)]
+    return in_batches(run, [max(w) for w in widths], max_tokens, max_sentences, parallel_batches,
+                      widths if pad_to > 1 else None)
