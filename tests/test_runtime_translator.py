@@ -439,8 +439,8 @@ def test_length_buckets_hold_one_padded_length_a_batch():
     """On Arm, batches pad to length buckets (batching.PAD_MULTIPLE): every batch one padded length,
     a multiple of the bucket or the model's positions, within the token budget."""
     lengths = [3, 5, 16, 17, 18, 31, 32, 33, 47, 60, 61, 62, 9, 12, 14, 2, 40]
-    widths = [padded_length(n, 16, 62) for n in lengths]
-    batches = list(length_batches(widths, max_tokens=96, max_sentences=4, buckets=widths))
+    padded = [padded_length(n, 16, 62) for n in lengths]
+    batches = list(length_batches(padded, max_tokens=96, max_sentences=4, buckets=padded))
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for b in batches:
         widths = {padded_length(lengths[i], 16, 62) for i in b}
