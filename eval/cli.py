@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from mtkit.runtime.cli_options import DATA_DIR, decoding_options, model_options
-from mtkit.runtime.cli_support import CommandError, command, progress_bar
+from mtkit.runtime.cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-eval"
 
@@ -48,7 +48,7 @@ def suffix_language(path: str, languages: list[str]) -> str | None:
     return suffix if suffix in languages else None
 
 
-def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang, to) -> tuple[str, str, str, str | None]:
+def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang, to) -> tuple[str, str, str, str]:
     """(source file, reference file, target language, source language) from the files or --corpus."""
     from mtkit.runtime.data_dir import corpus_file, default_data_dir
 
@@ -59,8 +59,22 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
         except FileNotFoundError as e:
             raise CommandError(str(e)) from None
         return str(files[0]), str(files[1]), to, from_lang
-    to = to or suffix_language(ref_file, translator.languages) or translator.default_language
-    return source_file, ref_file, to, from_lang or suffix_language(source_file, translator.source_languages)
+    # Never detected line by line: a line found in the target language would be copied, and scored.
+    from_lang = from_lang or suffix_language(source_file, translator.source_languages)
+    if from_lang is None:
+        raise click.UsageError(f"give --from: the name of {source_file} does not end in one of the model's source "
+                               f"languages ({', '.join('.' + lang for lang in translator.source_languages)})")
+    to = to or suffix_language(ref_file, translator.languages) or translator.target_from(from_lang)
+    return source_file, ref_file, to, from_lang
+
+
+def refuse_inputs(output: str, inputs: list[tuple[str, str | None]]) -> None:
+    """Refuse an output that is one of the (flag, path) inputs, by whatever path: writing it would replace it."""
+    from mtkit.runtime.text_io import InputError, same_file
+
+    for flag, path in inputs:
+        if path and same_file(path, output):
+            raise InputError(f"{output}: is the file given to {flag} ({path}); write the output to another file")
 
 
 @command(PROG, epilog=EPILOG)
@@ -96,8 +110,9 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
 
     path = Path(model) if model else None
     try:
-        if output_hyps:
-            check_output(output_hyps)           # before the work, not after it
+        if output_hyps:                         # before the work, not after it
+            check_output(output_hyps)
+            refuse_inputs(output_hyps, [("--source-file", source_file), ("--ref-file", ref_file)])
         if path is not None and path.suffix == ".pt":
             if variant != "auto":           # a checkpoint has no graphs: its PyTorch model runs as it is
                 raise CommandError(f"--variant {variant}: {path} is a checkpoint, which runs in PyTorch; "
@@ -108,9 +123,10 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
             translator = Translator(path, provider=provider, threads=threads, variant=variant)
         src_path, ref_path, tgt, src_lang = resolve_files(translator, source_file, ref_file, corpus, data_dir,
                                                           from_lang, to)
-        if from_lang:
-            translator.target_from(from_lang, tgt)
+        if output_hyps and corpus:              # its files are known only now
+            refuse_inputs(output_hyps, [("--corpus", src_path), ("--corpus", ref_path)])
         translator.tag_id(tgt)
+        translator.target_from(src_lang, tgt)
         sources, refs = read_lines(src_path), read_lines(ref_path)
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
@@ -131,7 +147,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     start = time.perf_counter()
     try:
         for i in range(0, len(sources), chunk):
-            for tr in translator.translate(sources[i:i + chunk], tgt, options, from_lang=src_lang or "auto",
+            for tr in translator.translate(sources[i:i + chunk], tgt, options, from_lang=src_lang,
                                            split_sentences=split_sentences):
                 hyps.append(tr.text)
                 target_tokens += tr.num_tokens
@@ -174,7 +190,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         import json
         print(json.dumps(report, ensure_ascii=False))
         return
-    direction = f"{src_lang or 'auto'}->{tgt}"       # auto: detected sentence by sentence
+    direction = f"{src_lang}->{tgt}"
     print(f"model     {report['model']} ({translator.variant}, {translator.provider})")
     search = ("sampling" if options.sampling else "greedy" if options.beam_size == 1 else
               f"beam {options.beam_size}, length penalty {options.length_penalty}")
@@ -187,5 +203,10 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
           f"({seconds:.2f} s)")
 
 
+def run() -> None:
+    """The `mt-eval` console script: `main`, then a quick exit (cli_support.run_and_exit)."""
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
-    main()
+    run()

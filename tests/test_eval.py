@@ -5,11 +5,14 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import sacrebleu
 
+import mtkit
 from conftest import ORT_THREADS, invoke
 from mtkit.eval.cli import main
 from mtkit.runtime.decode_options import DecodeOptions
@@ -55,10 +58,74 @@ def test_human_readable_report(capsys, fixture_bundle, tmp_path):
     for name, lang in (("sources", "de"), ("refs", "en")):
         unnamed[name].write_text((FIXTURES / f"dev.{lang}").read_text(encoding="utf-8"), encoding="utf-8")
     code, out, _ = cli(capsys, "-m", str(fixture_bundle), "-s", str(unnamed["sources"]), "-r", str(unnamed["refs"]),
-                       "--limit", "5")
-    assert code == 0 and "auto->en" in out                 # no suffix to read: detected sentence by sentence
+                       "--limit", "5", "--from", "de")
+    assert code == 0 and "de->en" in out                   # no suffix to read: --from, and the target it picks
     for word in ("BLEU", "chrF", "sentences/s", "target tokens/s", "nrefs:1", "BP = ", "ref_len = "):
         assert word in out
+
+
+def test_a_source_language_is_never_guessed(capsys, fixture_bundle, tmp_path):
+    """A source file whose name does not give its language needs --from. Detected line by line, a file of
+    English hypotheses given by mistake was copied as it was, and scored 100 BLEU against the English refs."""
+    english = tmp_path / "sources"
+    english.write_text((FIXTURES / "dev.en").read_text(encoding="utf-8"), encoding="utf-8")
+    args = ["-m", str(fixture_bundle), "-s", str(english), "-r", str(FIXTURES / "dev.en"), "--limit", "5", "--json"]
+    code, out, err = cli(capsys, *args)
+    assert code == 2 and out == ""
+    assert f"give --from: the name of {english} does not end in one of the model's source languages" in err
+    code, out, err = cli(capsys, *args, "--from", "de")
+    assert code == 0 and json.loads(out)["src_lang"] == "de", err
+
+
+def hyps_refused(capsys, fixture_bundle, args, output) -> str:
+    """mt-eval's stderr for ARGS with --output-hyps OUTPUT, which must be refused before anything is written."""
+    code, out, err = cli(capsys, "-m", str(fixture_bundle), *args, "--greedy", "--output-hyps", output)
+    assert code == 1 and out == "" and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("output, flag, given", [
+    ("test.de", "--source-file", "test.de"),
+    ("test.en", "--ref-file", "test.en"),
+    ("sub/../test.de", "--source-file", "test.de"),       # another spelling of its path
+    ("link.en", "--ref-file", "test.en"),                 # a symlink to it
+])
+def test_output_hyps_is_never_an_input(capsys, fixture_bundle, tmp_path, monkeypatch, output, flag, given):
+    """The hypotheses replaced the source or the reference file they were scored from."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    for lang in ("de", "en"):
+        lines = (FIXTURES / f"dev.{lang}").read_text(encoding="utf-8").splitlines()[:5]
+        (tmp_path / f"test.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "link.en").symlink_to("test.en")
+    before = {lang: (tmp_path / f"test.{lang}").read_bytes() for lang in ("de", "en")}
+    err = hyps_refused(capsys, fixture_bundle, ["-s", "test.de", "-r", "test.en"], output)
+    assert err == f"mt-eval: error: {output}: is the file given to {flag} ({given}); write the output to another file\n"
+    assert {lang: (tmp_path / f"test.{lang}").read_bytes() for lang in ("de", "en")} == before
+
+
+def test_output_hyps_is_never_a_corpus_file(capsys, fixture_bundle, tmp_path):
+    (tmp_path / "tiny").mkdir()
+    for lang in ("de", "en"):
+        lines = (FIXTURES / f"dev.{lang}").read_text(encoding="utf-8").splitlines()[:5]
+        with gzip.open(tmp_path / "tiny" / f"test.{lang}.gz", "wt", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    ref = tmp_path / "tiny" / "test.en.gz"
+    before = ref.read_bytes()
+    err = hyps_refused(capsys, fixture_bundle, ["--corpus", "tiny/test", "--from", "de", "--data-dir", str(tmp_path)],
+                       str(ref))
+    assert f"is the file given to --corpus ({ref}); write the output to another file" in err
+    assert ref.read_bytes() == before
+
+
+def test_the_console_script_ends_at_once():
+    """`mt-eval` ends as mt-translate and mt-score do (cli_support.run_and_exit): at once, its output flushed,
+    without the interpreter's teardown, which would run the atexit handler registered here."""
+    script = str(Path(sys.executable).parent / "mt-eval")
+    code = (f"import atexit, runpy, sys; atexit.register(print, 'teardown'); sys.argv = [{script!r}, '--version']; "
+            f"runpy.run_path({script!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == f"mt-eval {mtkit.__version__}\n", proc.stderr
 
 
 def test_corpus_from_the_data_dir(capsys, fixture_bundle, tmp_path, monkeypatch):
