@@ -278,7 +278,9 @@ class Translator:
     def translate(self, texts: list[str] | str, to: str | None = None, options: DecodeOptions | None = None, *,
                   from_lang: str = "auto", split_sentences: bool = True, glossary: Glossary | None = None,
                   prefix: str | list[str | None] | None = None, **overrides) -> list[Translation]:
-        """Translate each text into `to` (default "en" if the model has it, else its first language).
+        """Translate each text into `to`. No `to`: with a `from_lang`, the language the model translates it
+        into ("en" if it is one of them, else the first: `target_from`, as mt-translate chooses), else "en"
+        if the model has it, else its first language.
 
         `options` is a `DecodeOptions` (default: its defaults, beam search of width 4); `overrides` are
         its fields by name, e.g. `beam_size=1` (greedy), `num_hypotheses=3` (an n-best list),
@@ -463,21 +465,25 @@ class Translator:
         `translate` makes: so a language the model lacks fails even for a document without words."""
         if not isinstance(document, kind):
             raise TranslationError(f"{name} must be a {kind.__name__}, not {type(document).__name__}")
-        self._direction(to, from_lang, glossary)
+        chosen = self._direction(to, from_lang, glossary)[0]
+        if to is None and language_code(from_lang) != "auto":
+            # The target a given source picks, as mt-translate --from does (and named in the document's
+            # language tags); else None stays None: a catalog's own target language, or the default.
+            to = chosen
         return translate(self, document, to, options, from_lang=from_lang, glossary=glossary, **more)
 
     def _direction(self, to: str | None, from_lang: str, glossary: Glossary | None = None) -> tuple[str, str, int]:
-        """`to` (default: the model's) and `from_lang`, lower-cased and checked against the model's
-        directions, and the target's tag id; the glossary's type checked too."""
+        """`to` and `from_lang`, lower-cased and checked against the model's directions, and the target's
+        tag id; the glossary's type checked too. No `to`: `target_from(from_lang)` (as mt-translate and
+        mt-tui choose), or the model's default language when the source is detected."""
         to, from_lang = language_code(to), language_code(from_lang)
         check_glossary(glossary)
         if glossary is not None:
             glossary.check_model(self)
-        tag = self.tag_id(to)
-        to = to or self.default_language
-        if from_lang != "auto":
-            self.target_from(from_lang, to)
-        return to, from_lang, tag
+        if to is not None:
+            self.tag_id(to)         # a target the model lacks is named as such, before the direction
+        to = (to or self.default_language) if from_lang == "auto" else self.target_from(from_lang, to)
+        return to, from_lang, self.tag_id(to)
 
     def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
                    split_sentences: bool, overrides: dict, glossary: Glossary | None = None,

@@ -167,6 +167,24 @@ def test_source_languages_and_directions(t):
         t.target_from("en", "en")
 
 
+def test_from_lang_alone_translates_into_the_models_target_for_it(t):
+    # As `mt-translate --from en`: no `to`, the target is target_from's (it was "en" too, an error).
+    assert t.target_from("en") == "de"
+    assert t.translate(ENGLISH[0], from_lang="en", beam_size=1)[0].text == GERMAN[0]
+    assert [x.text for x in t.translate_iter(ENGLISH[:1], from_lang="EN", beam_size=1)] == GERMAN[:1]
+    # A document's language tag names the language it was translated into.
+    page = t.translate_html(f'<html lang="en"><p>{ENGLISH[0]}</p></html>', from_lang="en", beam_size=1)
+    assert page == f'<html lang="de"><p>{GERMAN[0]}</p></html>'
+    # Given, `to` is kept (and checked); with neither, the default stays "en", the source detected.
+    assert t.translate(GERMAN[0], from_lang="de", beam_size=1)[0].text == ENGLISH[0]
+    with pytest.raises(TranslationError, match="does not translate en -> en"):
+        t.translate(ENGLISH[0], to="en", from_lang="en")
+    with pytest.raises(TranslationError, match="cannot translate into 'fr'"):
+        t.translate(ENGLISH[0], to="fr", from_lang="en")
+    [detected] = t.translate(GERMAN[0], beam_size=1)
+    assert detected.text == ENGLISH[0] and detected.translated
+
+
 def test_empty_and_whitespace_texts_stay_empty(t):
     out = t.translate(["", "   ", "\t\n", GERMAN[0], "\x00\x07"])
     assert [o.text for o in out] == ["", "", "", ENGLISH[0], ""]

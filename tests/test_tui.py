@@ -303,6 +303,12 @@ async def test_history_restores(stand_in):
         await settle(pilot)                 # restoring does not translate again
         assert len(translator.calls) == calls
         assert app.target_text == fake("Tom ist hier.", "en") and len(app.history.entries) == 2
+        # ctrl+z takes the restore back as a whole: the text, the direction and the translation before it.
+        app.query_one("#source").focus()
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        assert app.source_text == "Where is Tom?" and app.direction == ("auto", "de")
+        assert app.target_text == fake("Where is Tom?", "de") and len(translator.calls) == calls
 
 
 @run_async
@@ -512,6 +518,49 @@ async def test_swap_moves_the_translation_and_next_direction_keeps_the_text(stan
 
 
 @run_async
+async def test_undo_takes_a_swap_back_as_a_whole(stand_in):
+    # ctrl+z right after F2 brings back the text swapped out with its direction and translation; it
+    # used to bring back only the text, German under en → de, translated from English as it stood.
+    async with running_app() as (app, pilot):
+        translator = app.translator
+        typed = "Ich habe heute keine Zeit."
+        await paste(pilot, typed)
+        await settle(pilot)
+        english = fake(typed, "en")
+        assert app.direction == ("auto", "en") and app.target_text == english
+        await pilot.press("f2")
+        await settle(pilot)
+        assert app.direction == ("en", "de") and app.source_text == english
+        assert app.target_text == fake(english, "de")
+        calls = len(translator.calls)
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        assert app.source_text == typed and app.direction == ("auto", "en") and app.target_text == english
+        assert app.query_one("#source", TextArea).border_title == "Detect language"
+        assert app.query_one("#target", TextArea).border_title == "English (en)"
+        assert app.query_one("#direction").value == ("auto", "en")
+        assert len(translator.calls) == calls           # shown as it was, not translated again
+        await pilot.press("f4")                         # and it counts as the translation of the text
+        assert app.clipboard == english
+        # ctrl+y does the swap again, direction and all.
+        await pilot.press("ctrl+y")
+        await settle(pilot)
+        assert app.direction == ("en", "de") and app.source_text == english
+        assert app.target_text == fake(english, "de") and translator.calls[-1].from_lang == "en"
+        # Typing after a swap is an undo step of its own; the undo after it takes the swap back.
+        await pilot.press("end", "space", "x")
+        await settle(pilot)
+        assert app.source_text == english + " x" and app.target_text == fake(english + " x", "de")
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        assert app.source_text == english and app.direction == ("en", "de")
+        assert app.target_text == fake(english, "de")
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        assert app.source_text == typed and app.direction == ("auto", "en") and app.target_text == english
+
+
+@run_async
 async def test_sampling_starts_from_sensible_settings(stand_in):
     async with running_app() as (app, pilot):
         translator = app.translator
@@ -559,10 +608,11 @@ async def test_swap_and_copy_act_on_the_translation_of_the_text_as_it_is(stand_i
         await pilot.press("f2")
         await settle(pilot)
         assert app.direction == ("en", "de") and app.source_text == english
-        # What was typed is not lost: in the history, and undo brings it back.
+        # What was typed is not lost: in the history, and undo brings it back, with its direction.
         assert [e.source for e in app.history.entries] == [english, typed]
         await pilot.press("ctrl+z")
-        assert app.source_text == typed
+        await settle(pilot)
+        assert app.source_text == typed and app.direction == ("de", "en") and app.target_text == english
 
 
 @run_async

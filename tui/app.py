@@ -11,7 +11,7 @@ and keeps that start while its source line stays as it is.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from textual import events, on
@@ -22,7 +22,7 @@ from textual.widgets import Footer, Header, OptionList, TextArea
 from textual.worker import WorkerState
 
 from .controller import Loads, Requests
-from .editors import Editors
+from .editors import Editors, SourceArea
 from .file_screen import TranslateFileScreen
 from .panels import PANELS, Panels
 from .screens import HelpScreen, OpenModelScreen
@@ -34,6 +34,15 @@ from .status import ErrorBar, StatusLine
 DEBOUNCE_SECONDS = 0.4
 NARROW = 100            # columns: below, the screen is -narrow and the footer compact
 NO_MODEL = "No model loaded. ctrl+o opens a bundle."
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A direction and the translation shown in it (None: none yet). A swap or a history restore
+    marks its edit of the source with the scenes before and after it: undoing (redoing) the edit
+    brings back the one before (after), so the text never stands under another direction."""
+    direction: tuple[str, str] | None
+    outcome: Outcome | None = None
 
 
 class MTApp(App):
@@ -274,6 +283,24 @@ class MTApp(App):
     def source_changed(self) -> None:
         self.requests.invalidate()
 
+    @on(SourceArea.Stepped)
+    def source_stepped(self, event: SourceArea.Stepped) -> None:
+        """ctrl+z (ctrl+y) took back (did again) a swap or a history restore: the direction goes with the
+        text, and the translation shown then comes back if it is of the text and settings as they are."""
+        before, after = event.mark
+        scene = before if event.undone else after
+        self.requests.cancel()          # the Changed of the undo asked to translate in the direction it leaves
+        self.direction = scene.direction
+        outcome = scene.outcome
+        if (outcome is not None and outcome.source == self.source_text and outcome.direction == self.direction
+                and outcome.settings == self.settings.describe()):
+            self.outcome = replace(outcome, generation=self.requests.generation)    # as it was: not translated again
+            self.errors.clear("translation")
+            self.status.update(f"{'Undone' if event.undone else 'Redone'}: the translation as it was shown "
+                               f"({outcome.settings}).")
+        else:
+            self.requests.invalidate(delay=0)
+
     @on(TextArea.Changed, "#target")
     def target_edited(self) -> None:
         """The user wrote in the translation (the app's own updates send no Changed)."""
@@ -310,8 +337,9 @@ class MTApp(App):
         """Put history entry `index` back on screen, without translating it again."""
         entry = self.history.entries[index]
         self.requests.cancel()                  # whatever is in flight is now stale
+        mark = (Scene(self.direction, self.outcome), Scene(entry.direction, entry))
         self.direction = entry.direction
-        self.editors.set_source(entry.source, quiet=True)
+        self.editors.set_source(entry.source, quiet=True, mark=mark)
         self.outcome = replace(entry, generation=self.requests.generation)
         self.errors.clear("translation")
         self.status.update(f"Restored from history ({entry.settings}).")
@@ -337,7 +365,8 @@ class MTApp(App):
 
     def action_swap(self) -> None:
         """As a translator app's swap button: the direction reverses and the translation becomes
-        the source (translated back at once). Undo (ctrl+z) brings back the text swapped out."""
+        the source (translated back at once). Undo (ctrl+z) takes the swap back as a whole: the text
+        swapped out, the direction and its translation (see `Scene`)."""
         if self.direction is None or (self.source_text.strip() and not self.translation_is_current("F2")):
             return
         source, target = self.direction
@@ -350,7 +379,8 @@ class MTApp(App):
             self.notify(f"This model does not translate {direction_label(reverse)}.", severity="warning")
             return
         if self.target_text.strip():
-            self.editors.set_source(self.target_text, quiet=True)
+            self.editors.set_source(self.target_text, quiet=True,
+                                    mark=(Scene(self.direction, self.outcome), Scene(reverse)))
         self.direction = reverse
         self.requests.invalidate(delay=0)
 
