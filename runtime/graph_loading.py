@@ -14,7 +14,7 @@ from .threads import Background
 def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: str, settings):
     """(variant, encoder session, decoder session) for a variant ("auto": int8 on CPU or fp16 on CUDA
     when the bundle has it, else fp32), each graph checked against config.json."""
-    from .onnx_backend import check_graph, create_session
+    from .onnx_backend import check_graph, check_pair, create_session
 
     if variant == "auto":
         preference = ("int8", "fp32", "fp16") if provider == "cpu" else ("fp16", "fp32", "int8")
@@ -25,8 +25,11 @@ def open_graphs(directory: Path, config: BundleConfig, variant: str, provider: s
     with Background(create_session, decoder_path, provider, settings.for_graph(variant, "decoder")) as building_decoder:
         encoder = create_session(encoder_path, provider, settings.for_graph(variant, "encoder"))
         decoder = building_decoder.result()
-    check_graph(encoder, "encoder", config, encoder_path)
+    # The decoder first: a config.json edited to other heads disagrees with both graphs, and the
+    # decoder is the one that has always been named for that.
     check_graph(decoder, "decoder", config, decoder_path)
+    check_graph(encoder, "encoder", config, encoder_path)
+    check_pair(encoder, decoder, config, encoder_path, decoder_path)
     return variant, encoder, decoder
 
 
@@ -55,7 +58,9 @@ def open_backend(directory: Path, config: BundleConfig, variant: str, provider: 
     from .onnx_backend import IOBindingBackend, OnnxBackend
 
     variant, encoder, decoder = open_graphs(directory, config, variant, provider, settings)
+    paths = bundle.variant_files(directory, config, variant)     # which the backend names in an error of a run
     use_binding = provider == "cuda" if io_binding is None else io_binding
     if use_binding:
-        return variant, IOBindingBackend(encoder, decoder, config, device=provider, settings=settings)
-    return variant, OnnxBackend(encoder, decoder, config)
+        return variant, IOBindingBackend(encoder, decoder, config, device=provider, settings=settings,
+                                         paths=paths)
+    return variant, OnnxBackend(encoder, decoder, config, paths)

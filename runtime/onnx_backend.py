@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import time
 import zlib
 from dataclasses import dataclass, field, replace
@@ -320,8 +321,40 @@ def remove(path: Path) -> None:
         pass
 
 
+# Element types as ONNX Runtime names them. A float tensor is float32, or float16 in the fp16 variant.
+FLOATS = ("tensor(float)", "tensor(float16)")
+INT64, BOOL = ("tensor(int64)",), ("tensor(bool)",)
+
+
+def expected_tensors(graph: str, config: BundleConfig) -> dict[str, tuple[tuple[str, ...], tuple]]:
+    """What the runtime feeds `graph` ("encoder" or "decoder") and reads from it (bundle_format.py's
+    layout): name -> (the element types it may have, its dims), a dim being (what config.json calls it,
+    its value) where config.json fixes it, else None (batch, lengths)."""
+    names = config.names
+    cache = (FLOATS, (None, ("n_heads", config.n_heads), None, ("head_dim", config.head_dim)))
+    expected = {names.src_mask: (BOOL, (None, None))}
+    if graph == "encoder":
+        expected[names.src_ids] = (INT64, (None, None))
+        expected[names.encoder_outputs[0]] = (FLOATS, (None, None, ("d_model", config.d_model)))
+        expected.update({name: cache for name in names.cross})
+        return expected
+    expected[names.tgt_ids] = (INT64, (None, None))
+    expected.update({name: cache for name in (*names.past, *names.cross, *names.present)})
+    expected[names.logits] = (FLOATS, (None, None, ("vocab_size", config.vocab_size)))
+    expected[names.cross_attention] = (FLOATS, (None, None, None))
+    if names.search_head:
+        top_logprobs, top_ids, eos_logprob = names.search_head
+        expected.update({top_logprobs: (FLOATS, (None, None)), top_ids: (INT64, (None, None)),
+                         eos_logprob: (FLOATS, (None,))})
+    return expected
+
+
 def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig, path: Path) -> None:
-    """The graph's inputs and outputs must be the ones config.json's "tensors" promises."""
+    """The graph's inputs and outputs must be the ones config.json's "tensors" promises, of the element
+    types the runtime feeds and reads, and of the sizes config.json gives wherever the graph fixes one
+    (ONNX Runtime's session says so at no cost): heads and head size of every cache tensor (the runtime
+    makes its first, empty cache from config.json's), the encoder's width, the decoder's vocabulary.
+    A mismatch is one ModelLoadError naming the file and what differs."""
     names = config.names
     expected_inputs, expected_outputs = ((names.encoder_inputs, names.encoder_outputs) if graph == "encoder"
                                          else (names.decoder_inputs, names.decoder_outputs))
@@ -331,13 +364,71 @@ def check_graph(session: ort.InferenceSession, graph: str, config: BundleConfig,
     if missing:
         raise ModelLoadError(f"{path}: graph lacks {', '.join(missing)}; it does not match "
                              f"{bf.CONFIG_FILE} ({config.decoder_layers} decoder layers)")
-    # The cache's heads and head size: the runtime makes its first, empty cache from config.json's.
-    promised = {1: config.n_heads, 3: config.head_dim}
-    for i in session.get_inputs():
-        if i.name in names.past and len(i.shape) == 4 and any(isinstance(i.shape[k], int) and i.shape[k] != n
-                                                               for k, n in promised.items()):
-            raise ModelLoadError(f"{path}: input {i.name} has {i.shape[1]} heads of {i.shape[3]}, but "
-                                 f"{bf.CONFIG_FILE} says {config.n_heads} of {config.head_dim}; it does not match")
+    expected = expected_tensors(graph, config)
+    for role, tensors in (("input", session.get_inputs()), ("output", session.get_outputs())):
+        for tensor in tensors:
+            if tensor.name in expected:
+                check_tensor(tensor, role, *expected[tensor.name], path)
+
+
+def check_tensor(tensor, role: str, types: tuple[str, ...], dims: tuple, path: Path) -> None:
+    """One input or output (an ORT NodeArg) against its expected element types and `dims`
+    (`expected_tensors`). A dim the graph leaves open (a name, or None) passes, as does a shape
+    ONNX Runtime does not know ([])."""
+    where = f"{path}: {role} {tensor.name}"
+    if tensor.type not in types:
+        raise ModelLoadError(f"{where} is {tensor.type}, but the runtime {'feeds' if role == 'input' else 'reads'} "
+                             f"{' or '.join(types)}; it does not match")
+    shape = tensor.shape or []
+    if not shape:
+        return
+    if len(shape) != len(dims):
+        raise ModelLoadError(f"{where} has {len(shape)} dimensions {shape}, but the runtime expects {len(dims)}; "
+                             "it does not match")
+    differs = [k for k, dim in enumerate(dims) if dim and isinstance(shape[k], int) and shape[k] != dim[1]]
+    if not differs:
+        return
+    if len(dims) == 4 and dims[1] and dims[3]:            # a cache tensor: [B, heads, length, head_dim]
+        raise ModelLoadError(f"{where} has {shape[1]} heads of {shape[3]}, but {bf.CONFIG_FILE} says "
+                             f"{dims[1][1]} of {dims[3][1]}; it does not match")
+    field, value = dims[differs[0]]
+    raise ModelLoadError(f"{where} has {field} {shape[differs[0]]}, but {bf.CONFIG_FILE} says {value}; "
+                         "it does not match")
+
+
+def check_pair(encoder: ort.InferenceSession, decoder: ort.InferenceSession, config: BundleConfig,
+               encoder_path: Path, decoder_path: Path) -> None:
+    """The encoder's cross_key/cross_value outputs are fed to the decoder as they are: both graphs must
+    agree on their element type (config.json does not say it; a float32 encoder beside an fp16 decoder
+    would fail at the first decoder step)."""
+    takes = {i.name: i.type for i in decoder.get_inputs()}
+    for output in encoder.get_outputs():
+        if output.name in config.names.cross and takes.get(output.name, output.type) != output.type:
+            raise ModelLoadError(f"{encoder_path}: output {output.name} is {output.type}, but {decoder_path.name} "
+                                 f"takes {takes[output.name]}; the two graphs are not of one export")
+
+
+# ONNX Runtime's own exception types, which a session's run raises; run_with_iobinding raises a
+# RuntimeError ("Error in execution: ...") instead.
+ORT_ERRORS = tuple(e for e in vars(ort.capi.onnxruntime_pybind11_state).values()
+                   if isinstance(e, type) and issubclass(e, Exception))
+BINDING_ERRORS = (RuntimeError, *ORT_ERRORS)
+
+
+def run_error(path: Path | str, error: Exception) -> ModelLoadError:
+    """ONNX Runtime's error in running the graph `path`, as one line naming the file. A graph that passed
+    `check_graph` may still not fit config.json where the session does not say (e.g. a positions table
+    shorter than max_positions, an embedding table smaller than vocab_size): ORT then fails at run time,
+    with an InvalidArgument or a Fail naming a node. The hint is left out where the cause is another:
+    memory, or a kernel the provider lacks."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    message = re.sub(r"^(\[ONNXRuntimeError\] : \d+ : \w+ : |Error in execution: )", "", message)
+    message = re.sub(r"\S*onnxruntime_src/\S+:\d+ .*? was false\. ", "", message)[:300]   # ORT's source line
+    state = ort.capi.onnxruntime_pybind11_state
+    mismatch = (not isinstance(error, (state.NotImplemented, state.EPFail))
+                and not re.search(r"memory|allocat", message, re.IGNORECASE))
+    hint = f"; does the graph match {bf.CONFIG_FILE}?" if mismatch else ""
+    return ModelLoadError(f"{path}: ONNX Runtime could not run it ({message}){hint}")
 
 
 def token_rows(tokens: np.ndarray) -> np.ndarray:
@@ -382,9 +473,18 @@ class OnnxState:
 
 
 class OnnxBackend:
-    def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, config: BundleConfig):
+    def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, config: BundleConfig,
+                 paths: tuple[Path, Path] | None = None):
         self.encoder = encoder
         self.decoder = decoder
+        # The graphs' files, which an error of ONNX Runtime in running them names (`run_error`).
+        self.paths = dict(zip(("encoder", "decoder"), paths or ("encoder graph", "decoder graph")))
+        # Those errors reach the caller as exceptions, so ORT's own log line of them (errors are logged at
+        # the default log_level, 3) would only repeat one, in colour, above the one-line message; a lower
+        # level, asked for to debug, is kept.
+        level = decoder.get_session_options().log_severity_level
+        self.run_options = ort.RunOptions()
+        self.run_options.log_severity_level = 4 if level >= 3 else level
         self.names = names = config.names          # every tensor name comes from config.json
         self.heads = config.n_heads
         self.head_dim = config.head_dim
@@ -402,8 +502,11 @@ class OnnxBackend:
 
     def start(self, src_ids: np.ndarray, src_mask: np.ndarray) -> OnnxState:
         src_mask = src_mask.astype(bool, copy=False)
-        outputs = self.encoder.run(self.cross_names, {self.names.src_ids: src_ids.astype(np.int64, copy=False),
-                                                      self.names.src_mask: src_mask})
+        try:
+            outputs = self.encoder.run(self.cross_names, {self.names.src_ids: src_ids.astype(np.int64, copy=False),
+                                                          self.names.src_mask: src_mask}, self.run_options)
+        except ORT_ERRORS as e:
+            raise run_error(self.paths["encoder"], e) from None
         rows = np.arange(src_ids.shape[0])
         return OnnxState(src_mask, dict(zip(self.cross_names, outputs)), self._empty_past(len(rows)), rows, rows)
 
@@ -441,7 +544,10 @@ class OnnxBackend:
         feeds = {self.names.tgt_ids: token_rows(tokens),
                  self.names.src_mask: state.src_mask,
                  **state.past, **state.cross}
-        outputs = self.decoder.run(names + self.present_names, feeds)
+        try:
+            outputs = self.decoder.run(names + self.present_names, feeds, self.run_options)
+        except ORT_ERRORS as e:
+            raise run_error(self.paths["decoder"], e) from None
         state.past = dict(zip(self.past_names, outputs[len(names):]))
         return outputs[:len(names)]
 
@@ -471,8 +577,9 @@ class IOBindingBackend(OnnxBackend):
     """The KV cache stays on `device` ("cuda", or "cpu" for testing) as OrtValues between steps."""
 
     def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, config: BundleConfig,
-                 device: str = "cuda", device_id: int = 0, settings: SessionSettings | None = None):
-        super().__init__(encoder, decoder, config)
+                 device: str = "cuda", device_id: int = 0, settings: SessionSettings | None = None,
+                 paths: tuple[Path, Path] | None = None):
+        super().__init__(encoder, decoder, config, paths)
         self.device, self.device_id = device, device_id
         # Row selection runs as a one-node Gather graph on the cache's own device.
         elem = FLOAT16 if self.cache_dtype == np.float16 else FLOAT
@@ -485,7 +592,10 @@ class IOBindingBackend(OnnxBackend):
         binding.bind_cpu_input(self.names.src_mask, np.ascontiguousarray(src_mask))
         for name in self.cross_names:
             binding.bind_output(name, self.device, self.device_id)
-        self.encoder.run_with_iobinding(binding)
+        try:
+            self.encoder.run_with_iobinding(binding, self.run_options)
+        except BINDING_ERRORS as e:
+            raise run_error(self.paths["encoder"], e) from None
         rows = np.arange(src_ids.shape[0])
         cross = dict(zip(self.cross_names, binding.get_outputs()))
         return OnnxState(src_mask, cross, self._empty_past(len(rows)), rows, rows)
@@ -504,7 +614,10 @@ class IOBindingBackend(OnnxBackend):
             binding.bind_output(name, "cpu")
         for name in self.present_names:
             binding.bind_output(name, self.device, self.device_id)
-        self.decoder.run_with_iobinding(binding)
+        try:
+            self.decoder.run_with_iobinding(binding, self.run_options)
+        except BINDING_ERRORS as e:
+            raise run_error(self.paths["decoder"], e) from None
         outputs = binding.get_outputs()                 # in the order bound above
         state.past = dict(zip(self.past_names, outputs[len(names):]))
         return [value.numpy() for value in outputs[:len(names)]]

@@ -1,18 +1,25 @@
 """ONNX Runtime backends and providers: the IOBinding path (run here on the CPU) against the plain
-one, the cache bookkeeping of beam search, session options and provider selection."""
+one, the cache bookkeeping of beam search, session options and provider selection, each graph checked
+against config.json at load, and ONNX Runtime's errors in a run."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS
-from mtkit.runtime import ProviderError, Translator, TranslationError
+from conftest import ENGLISH, GERMAN, ORT_THREADS, translate_cli
+from mtkit.runtime import ModelLoadError, ProviderError, Translator, TranslationError, checksums
+from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.batching import pad_batch
+from mtkit.runtime.bundle import shipped_models
+from mtkit.runtime.bundle_format import BundleConfig, BundleError
 from mtkit.runtime.decode_budget import BUDGET, INT8_BUDGET
 from mtkit.runtime.gather_graph import FLOAT, FLOAT16, gather_model
 from mtkit.runtime.onnx_backend import IOBindingBackend, OnnxBackend, cuda_available, first_rows, sentence_groups
@@ -247,3 +254,76 @@ def test_the_decode_budget_follows_the_variant(fixture_bundle):
     assert (fp32.max_batch_tokens, fp32.max_batch_sentences) == BUDGET
     assert (given.max_batch_tokens, given.max_batch_sentences) == (2000, 12)
     assert INT8_BUDGET[1] < BUDGET[1]
+
+
+def shipped_copy(dest: Path) -> Path:
+    """The shipped de-en model's config.json and the files its Translator opens, copied to `dest`."""
+    source = shipped_models()["de-en"]
+    dest.mkdir()
+    for name in [bf.CONFIG_FILE, *checksums.runtime_files(BundleConfig.load(source))]:
+        shutil.copy(source / name, dest / name)
+    return dest
+
+
+def test_an_encoder_that_does_not_match_config_json_is_refused_at_load(fixture_bundle, tmp_path, capsys):
+    """The fixture's int8 encoder swapped into the de-en bundle, its checksums recorded again (as the README
+    says after editing a bundle): the decoder's checks pass, and the encoder's width (64, not 256) is one
+    line naming encoder.int8.onnx when the model loads, in the API and the CLI, as a swapped decoder is;
+    not ONNX Runtime's Gather error at the first sentence."""
+    swapped = shipped_copy(tmp_path / "swapped")
+    shutil.copy(fixture_bundle / "encoder.int8.onnx", swapped / "encoder.int8.onnx")
+    checksums.record(swapped)
+    assert checksums.verify(swapped).ok
+    message = r"swapped/encoder.int8.onnx: output encoder_out has d_model 64, but config.json says 256; it does not match"
+    with pytest.raises(ModelLoadError, match=message) as info:
+        Translator(swapped, threads=ORT_THREADS)
+    assert isinstance(info.value, BundleError) and isinstance(info.value, TranslationError)
+    code, out, err = translate_cli(capsys, "-m", str(swapped), "Guten Morgen")
+    assert (code, out) == (1, "") and re.fullmatch(f"mt-translate: error: .*{message}\n", err), err
+
+
+def test_each_graph_is_checked_against_config_json(fixture_bundle):
+    """What ONNX Runtime's sessions tell of the fixture's graphs, against a config.json saying other sizes:
+    the heads and head size of the encoder's cross outputs, the encoder's width and the decoder's vocabulary
+    (its logits). The encoder's embedding table the session does not show: a smaller one fails in the run
+    (test_an_onnx_runtime_error_in_a_run_is_one_line_naming_the_graph)."""
+    from mtkit.runtime.onnx_backend import check_graph, check_pair
+
+    config = BundleConfig.load(fixture_bundle)
+    encoder_path, decoder_path = fixture_bundle / "encoder.onnx", fixture_bundle / "decoder.onnx"
+    encoder, decoder = (ort.InferenceSession(str(p), providers=["CPUExecutionProvider"])
+                        for p in (encoder_path, decoder_path))
+    check_graph(encoder, "encoder", config, encoder_path)
+    check_graph(decoder, "decoder", config, decoder_path)
+    check_pair(encoder, decoder, config, encoder_path, decoder_path)
+    heads = replace(config, n_heads=2 * config.n_heads, head_dim=config.head_dim // 2)
+    with pytest.raises(ModelLoadError, match=r"encoder.onnx: output cross_key_0 has 4 heads of 16, but config.json "
+                                             r"says 8 of 8; it does not match"):
+        check_graph(encoder, "encoder", heads, encoder_path)
+    with pytest.raises(ModelLoadError, match=r"encoder.onnx: output encoder_out has d_model 64, but config.json says 128"):
+        check_graph(encoder, "encoder", replace(config, d_model=128), encoder_path)
+    vocab = replace(config, vocab_size=config.vocab_size + 8)
+    check_graph(encoder, "encoder", vocab, encoder_path)            # the session does not show the table
+    with pytest.raises(ModelLoadError, match=r"decoder.onnx: output logits has vocab_size 760, but config.json says 768"):
+        check_graph(decoder, "decoder", vocab, decoder_path)
+
+
+@pytest.mark.parametrize("io_binding", [False, True])
+def test_an_onnx_runtime_error_in_a_run_is_one_line_naming_the_graph(fixture_bundle, tmp_path, capfd, io_binding):
+    """A mismatch no session shows: config.json promising longer sentences (max_positions 512) than the
+    graphs' positions (64). ONNX Runtime fails in the run, on both backends; the caller gets mtkit's error
+    naming the graph, and mt-translate one line (not a traceback, nor ORT's own log line of the error)."""
+    longer = Path(shutil.copytree(fixture_bundle, tmp_path / "longer"))
+    config = BundleConfig.load(longer)
+    config.max_positions = 512
+    config.save(longer)
+    checksums.record(longer)
+    text = " ".join(["Guten Morgen und"] * 40)            # over 64 tokens, one sentence
+    translator = Translator(longer, threads=ORT_THREADS, io_binding=io_binding)
+    message = r"longer/encoder.int8.onnx: ONNX Runtime could not run it \(.*\); does the graph match config.json\?"
+    with pytest.raises(ModelLoadError, match=message):
+        translator.translate(text, "en")
+    assert translator.translate("Guten Morgen", "en")[0].text   # a short sentence still translates
+    capfd.readouterr()
+    code, out, err = translate_cli(capfd, "-m", str(longer), text)
+    assert (code, out) == (1, "") and re.fullmatch(f"mt-translate: error: .*{message}\n", err), err
