@@ -166,12 +166,12 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         translator = Translator(model, provider=provider, threads=threads, variant=variant,
                                 max_batch_tokens=max_batch_tokens, max_batch_sentences=max_batch_sentences)
         if list_languages:
-            print("\n".join(translator.languages))
+            write_output(None, lambda out: out.write("".join(f"{lang}\n" for lang in translator.languages)))
             return
         if from_lang:                   # checked, and picks the default target
             to = translator.target_from(from_lang, to)
         translator.tag_id(to)
-    except TranslationError as e:
+    except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
     if glossary:
         try:
@@ -236,6 +236,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         return
 
     progress = None
+    to_stdout = not output or output == "-"
     if input_file and input_file != "-" and total and sys.stderr.isatty() and not quiet:
         progress = progress_bar()
 
@@ -255,7 +256,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             out.write(record(lineno, tr, fmt, options) + ("\r\n" if crlf else "\n"))
             if progress:
                 progress.advance(task)
-            if interactive or (out is sys.stdout and not progress) or lineno % batch_size == 0:
+            if interactive or (to_stdout and not progress) or lineno % batch_size == 0:
                 out.flush()                     # a file: each batch, so that an interrupted run keeps it
 
     try:
@@ -425,20 +426,22 @@ def input_note(lineno: int, source: str) -> str | None:
 def write_output(output: str | None, write, binary: bool = False) -> None:
     """`write(stream)` into the file `output`, whole or not at all, or to stdout: UTF-8 with the line ends
     written as given, as into a file, whatever the locale (a Windows pipe would be cp1252, and "\r\n"
-    would become "\r\r\n"). `binary`: the stream takes bytes."""
-    from .text_io import atomic_output
+    would become "\r\r\n"). `binary`: the stream takes bytes. A failed write (a full disk) is an InputError
+    naming the file, or stdout."""
+    from .text_io import GuardedStream, atomic_output
     if output and output != "-":
         with atomic_output(output, binary) as out:
             write(out)
-    elif binary:
-        write(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        return
+    if binary:
+        stdout = sys.stdout.buffer
     else:
         stdout = sys.stdout
         if isinstance(stdout, io.TextIOWrapper):
             stdout.reconfigure(encoding="utf-8", newline="\n")
-        write(stdout)
-        stdout.flush()
+    out = GuardedStream(stdout)
+    write(out)
+    out.flush()
 
 
 def write_documents(out, translate_one, documents: list, newline: bool, progress: bool = False) -> None:

@@ -36,12 +36,21 @@ class DecodeCache:
         self.path, self.namespace = Path(path), namespace
         self.lock = threading.Lock()         # batches are kept from the threads that decode them
         self.closed = False
+        existed = self.path.exists()
+        self.connection = None
         try:
             self.connection = sqlite3.connect(self.path, check_same_thread=False)
             with self.connection:
                 self.connection.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT)")
         except sqlite3.Error as e:              # not a cache file (a stray file of that name), or unwritable
-            raise TranslationError(f"{self.path}: cannot keep decoded sentences there ({e})") from None
+            if self.connection is not None:
+                self.connection.close()
+            if not existed:                     # SQLite made it before failing (a full disk): none is left
+                self.path.unlink(missing_ok=True)
+            raise self.failed(e) from None
+
+    def failed(self, error: Exception) -> TranslationError:
+        return TranslationError(f"{self.path}: cannot keep decoded sentences there ({error})")
 
     def __len__(self) -> int:
         return self.connection.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -61,12 +70,16 @@ class DecodeCache:
 
     def keep(self, sources: list[list[int]], prefixes: list, opts, results: list[Result]) -> None:
         """These sources' results, written at once (a batch: what an interruption may cost)."""
+        import sqlite3
         rows = [(self.key(s, p, opts), json.dumps(asdict(r))) for s, p, r in zip(sources, prefixes, results)]
         with self.lock:
             if self.closed:             # the run was stopped while this batch decoded on another thread
                 return
-            with self.connection:
-                self.connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+            try:
+                with self.connection:
+                    self.connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+            except sqlite3.Error as e:          # a full disk
+                raise self.failed(e) from None
 
     def close(self) -> None:
         """Closed; deleted if it holds nothing (a run that failed at once leaves no file behind). Under

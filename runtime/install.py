@@ -92,10 +92,28 @@ def fetch(source: str, staging: Path, show_progress) -> Path:
     path = Path(source)
     if path.is_dir():
         bundle.check_bundle_dir(path)
-        copy = staging / "bundle"
-        shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".*"))
-        return copy
+        return copy_bundle(path, staging / "bundle", source)
     return unpack(path, staging, source)
+
+
+def copy_bundle(path: Path, copy: Path, source: str) -> Path:
+    """Copy the bundle directory `path` (the one `source` names) to `copy`, hidden files left out. The
+    first failure (a full disk) ends it, in one line worded as `unpack`'s: copytree itself would go on
+    and then raise the list of every file's error."""
+    def cannot_copy(e: OSError) -> InstallError:
+        return InstallError(f"{source}: cannot copy into {copy.parent.parent} ({e.strerror or e})")   # the models dir
+
+    def copy_file(src, dst):
+        try:
+            return shutil.copy2(src, dst)
+        except OSError as e:
+            raise cannot_copy(e) from None      # not an OSError: copytree lets it through at once
+
+    try:
+        shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".*"), copy_function=copy_file)
+    except OSError as e:                        # a folder that cannot be made
+        raise cannot_copy(e) from None
+    return copy
 
 
 def unpack(archive: Path, staging: Path, source: str) -> Path:

@@ -18,14 +18,16 @@ import os
 import zlib
 from pathlib import Path
 
-from .text_io import InputError, atomic_output, check_output, is_gzip, text_writer, written_in_place
+from .text_io import (InputError, atomic_output, check_output, is_gzip, open_output, text_writer, write_failed,
+                      written_in_place)
 
 
 class ResumableOutput:
     """Where the lines go: `write` and `flush` as a text file's. `done`: lines kept from an earlier run
-    of the same job (the caller skips that many input lines); `lines`: all written, those included;
-    `dropped`: whether an earlier run of another job (another input, model or options) had left lines,
-    which this one starts over from nothing."""
+    of the same job (the caller skips that many input lines); `lines`: all written, those included, and
+    once a run has failed, those the partial file really holds (a full disk takes fewer than were
+    written); `dropped`: whether an earlier run of another job (another input, model or options) had
+    left lines, which this one starts over from nothing."""
 
     def __init__(self, file, done: int, partial: Path | None, dropped: bool = False):
         self.file, self.done, self.lines, self.partial, self.dropped = file, done, done, partial, dropped
@@ -50,11 +52,21 @@ def kept_lines(partial: Path, earlier: str, job: dict, gz: bool) -> list[str]:
     try:
         if json.loads(earlier) != job:
             return []
-        data = read_partial(partial, gz)
-    except (OSError, ValueError):
+    except ValueError:
         return []
-    data = data[:data.rfind(b"\n") + 1]                 # a line cut off mid-write is done again
-    return data.decode("utf-8", "replace").splitlines(keepends=True)
+    return whole_lines(partial, gz)
+
+
+def whole_lines(partial: Path, gz: bool) -> list[str]:
+    """The whole lines in `partial` (gzip-compressed if `gz`), each with its "\n": a line cut off
+    mid-write is done again; none if it is unreadable."""
+    try:
+        data = read_partial(partial, gz)
+    except OSError:
+        return []
+    text = data[:data.rfind(b"\n") + 1].decode("utf-8", "replace")
+    # Split at "\n" only: splitlines() would also split at a "\x85" or a "\u2028" inside a line.
+    return [line + "\n" for line in text.split("\n")[:-1]]
 
 
 def other_job(earlier: str, job: dict) -> bool:
@@ -99,7 +111,7 @@ def resumable_output(path: str | Path, job: dict):
     try:
         description = open(record, "a+", encoding="utf-8")     # held, and locked, until the end
     except OSError as e:
-        raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        raise write_failed(path, e) from None
     done = False                # the job is over: its description goes, once closed (Windows deletes no open file)
 
     def forget() -> None:
@@ -117,13 +129,13 @@ def resumable_output(path: str | Path, job: dict):
         kept = kept_lines(partial, earlier, job, is_gzip(path))
         dropped = not kept and other_job(earlier, job) and partial.is_file() and partial.stat().st_size > 0
         try:
-            raw = open(partial, "wb")           # the kept lines are written again: a clean file to go on in
+            raw = open_output(partial, path)    # the kept lines are written again: a clean file to go on in
             description.seek(0)
             description.truncate()
             description.write(json.dumps(job, sort_keys=True))
             description.flush()
         except OSError as e:
-            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+            raise write_failed(path, e) from None
         out = ResumableOutput(None, len(kept), partial, dropped)
         try:
             with raw, text_writer(raw, path) as f:
@@ -133,9 +145,10 @@ def resumable_output(path: str | Path, job: dict):
             try:
                 os.replace(partial, os.path.realpath(path))
             except OSError as e:
-                raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+                raise write_failed(path, e) from None
             done = True
         except BaseException:
+            out.lines = len(whole_lines(partial, is_gzip(path)))    # the file closed: what it really keeps
             if out.lines == 0:                  # nothing to go on from
                 with contextlib.suppress(OSError):
                     partial.unlink()

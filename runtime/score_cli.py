@@ -77,7 +77,7 @@ def main(sources, targets, model, to, provider, variant, threads, output, fmt, m
 
     try:
         write_output(output, write_all)
-    except TranslationError as e:           # "source 12 is 300 tokens; ...": pairs count as lines do
+    except (TranslationError, InputError) as e:    # "source 12 is 300 tokens; ...": pairs count as lines do
         raise CommandError(str(e)) from None
 
 

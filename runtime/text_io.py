@@ -1,7 +1,8 @@
 """Line-oriented text I/O, the one reader of text files (the CLIs, and training through
 train/data.py): strict UTF-8 with line numbers in errors, a BOM dropped, gzip by suffix (read
-and written), and output files that appear only once complete. gzip loads when used:
-`mt-translate TEXT` does not need it, and its start-up counts (tempfile comes with SentencePiece)."""
+and written), and output files that appear only once complete; a write that fails (a full disk),
+into a file or stdout, is one line naming it. gzip loads when used: `mt-translate TEXT` does not
+need it, and its start-up counts (tempfile comes with SentencePiece)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,59 @@ from typing import BinaryIO
 
 class InputError(Exception):
     """Unreadable input or an output that cannot be written; the message names the file (and line)."""
+
+
+def write_failed(name: str | Path, error: OSError) -> InputError:
+    """The error for an output that cannot be written: "out.en: cannot write (No space left on device)"."""
+    return InputError(f"{name}: cannot write ({error.strerror or error})")
+
+
+def guarded(name: str | Path, write, *args):
+    """`write(*args)`, a write or a flush into the output `name`: its OSError (a full disk) raised as
+    `write_failed`'s InputError, one line instead of a traceback. A closed pipe (`| head`) stays a
+    BrokenPipeError, which the commands end on quietly (cli_support.Command)."""
+    try:
+        return write(*args)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise write_failed(name, e) from None
+
+
+class OutputFile(io.FileIO):
+    """A file opened for writing whose failed writes are `guarded`, naming it as `name` (the output the
+    user gave, not a temporary file). At the bottom of the buffers, so that the last bytes flushed as
+    the file closes are guarded too."""
+
+    def __init__(self, file: int | str | Path, name: str | Path):
+        super().__init__(file, "wb")
+        self.shown = name
+
+    def write(self, data) -> int:
+        return guarded(self.shown, super().write, data)
+
+
+class GuardedStream:
+    """stdout (its text or its bytes) with `guarded` writes, as an `OutputFile` has them: "stdout:
+    cannot write (No space left on device)". A wrapper, not an OutputFile on its descriptor: stdout
+    stays what it is (a Windows console, or pytest's capture)."""
+
+    def __init__(self, stream, name: str = "stdout"):
+        self.stream, self.name = stream, name
+
+    def write(self, data):
+        return guarded(self.name, self.stream.write, data)
+
+    def writelines(self, lines) -> None:
+        guarded(self.name, self.stream.writelines, lines)
+
+    def flush(self) -> None:
+        guarded(self.name, self.stream.flush)
+
+
+def open_output(file: int | str | Path, name: str | Path) -> io.BufferedWriter:
+    """`file` (a path or a descriptor) written through an `OutputFile` named `name`."""
+    return io.BufferedWriter(OutputFile(file, name))
 
 
 def invalid_utf8(where: str, raw: bytes, error: UnicodeDecodeError, advice: str) -> InputError:
@@ -167,9 +221,9 @@ def atomic_output(path: str | Path, binary: bool = False):
     check_output(path)
     if written_in_place(path):
         try:
-            raw = open(path, "wb")
+            raw = open_output(path, path)
         except OSError as e:
-            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+            raise write_failed(path, e) from None
         with raw, (contextlib.nullcontext(raw) if binary else text_writer(raw, path)) as f:
             yield f
         return
@@ -180,17 +234,17 @@ def atomic_output(path: str | Path, binary: bool = False):
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     except OSError as e:
-        raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        raise write_failed(path, e) from None
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes it private; give it a normal file's mode
-        with os.fdopen(fd, "wb") as raw, (contextlib.nullcontext(raw) if binary else text_writer(raw, path)) as f:
+        with open_output(fd, path) as raw, (contextlib.nullcontext(raw) if binary else text_writer(raw, path)) as f:
             yield f
         try:
             os.replace(tmp, target)
         except OSError as e:                 # e.g. a directory made there meanwhile
-            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+            raise write_failed(path, e) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 import mtkit
 from conftest import GERMAN, ENGLISH, ORT_THREADS
+import office_files
 
 BIN = Path(sys.executable).parent
 COMMANDS = ["mt-translate", "mt-eval", "mt-tui", "mt-serve", "mt-score", "mt-train", "mt-export", "mt-bench"]
@@ -152,3 +153,85 @@ def test_interrupted_exits_130_without_a_traceback(fixture_bundle):
         proc.kill()
     assert proc.returncode == 130 and "mt-translate: interrupted" in err.decode()
     assert "Traceback" not in err.decode()
+
+
+# ----- writing fails: a full disk -----------------------------------------------------------------------
+
+FULL = "cannot write (No space left on device)"
+
+
+def full_disk_cases(tmp_path) -> list[tuple[list[str], str]]:
+    """(a command line, what it writes into: -o /dev/full, or stdout sent there)."""
+    de, en, doc = tmp_path / "in.de", tmp_path / "in.en", tmp_path / "in.docx"
+    de.write_text("".join(line + "\n" for line in GERMAN[:3]), encoding="utf-8")
+    en.write_text("".join(line + "\n" for line in ENGLISH[:3]), encoding="utf-8")
+    doc.write_bytes(office_files.docx(office_files.paragraph(office_files.run(GERMAN[0]))))
+    return [(["mt-translate", "-i", de, "-o", "/dev/full"], "/dev/full"),      # lines, going on after a failure
+            (["mt-translate", GERMAN[0]], "stdout"),
+            (["mt-translate", "-i", doc, "-o", "/dev/full"], "/dev/full"),     # a document, bytes
+            (["mt-translate", "-i", doc], "stdout"),
+            (["mt-score", de, en, "-o", "/dev/full"], "/dev/full"),
+            (["mt-score", de, en], "stdout")]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_disk_is_one_line(fixture_bundle, tmp_path):
+    """/dev/full fails every write with ENOSPC, as a full disk does: one line naming what could not be
+    written, exit status 1, for a file and for stdout."""
+    for (command, *args), where in full_disk_cases(tmp_path):
+        prog = [str(BIN / command), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS)]
+        if command == "mt-translate":
+            prog += ["--from", "de"]
+        with open("/dev/full", "wb") as full:
+            done = subprocess.run([*prog, *map(str, args)], stdout=None if "-o" in args else full,
+                                  stderr=subprocess.PIPE, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert (done.returncode, done.stderr) == (1, f"{command}: error: {where}: {FULL}\n"), args
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_write_failing_mid_file_says_what_it_kept_and_the_same_command_goes_on(fixture_bundle, tmp_path):
+    """A disk that fills up in the middle of the output: the lines said to be kept are those the partial
+    file holds (a line cut off is not one), and once there is room, the same command goes on to the
+    whole translation. The disk fills as a file size limit makes it (RLIMIT_FSIZE: a write past it
+    fails with EFBIG), in the command's process only."""
+    import resource
+
+    lines = (GERMAN * 4)[:300]
+    source, out = tmp_path / "in.de", tmp_path / "out.en"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    command = [str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS), "--from", "de",
+               "--beam-size", "1", "--batch-size", "16", "-i", str(source), "-o", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MT_ORT_CACHE": "0"}     # only the output is written
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+
+    full = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, preexec_fn=small_disk)
+    partial = tmp_path / ".out.en.partial"
+    kept = partial.read_bytes().count(b"\n")
+    assert 0 < kept < 300 and not out.exists()
+    assert (full.returncode, full.stderr.splitlines()) == (1, [
+        f"mt-translate: {kept} of 300 lines are kept in {partial}; the same command goes on from there",
+        f"mt-translate: error: {out}: cannot write (File too large)"])
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0 and again.stderr == (f"mt-translate: note: going on after the {kept} lines an "
+                                                      f"interrupted run wrote ({partial})\n")
+    assert out.read_text(encoding="utf-8") == "".join(ENGLISH[GERMAN.index(line)] + "\n" for line in lines)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.de", "out.en"]
+
+
+def test_a_closed_pipe_ends_quietly(fixture_bundle, tmp_path):
+    """`mt-translate ... | head -1`: once the reader is gone the rest is not written, and that is no error."""
+    source = tmp_path / "in.de"
+    source.write_text("".join(line + "\n" for line in GERMAN * 3), encoding="utf-8")
+    proc = subprocess.Popen([str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS),
+                             "--from", "de", "--format", "jsonl", "-i", str(source)],   # more than a pipe holds
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        assert proc.stdout.readline().startswith(b'{"line": 1,')
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert (proc.returncode, err) == (0, b"")

@@ -3,6 +3,12 @@ stopped. GERMAN[i] -> ENGLISH[i] is what the fixture model reproduces on any CPU
 
 from __future__ import annotations
 
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
 from office_files import docx, paragraph, texts
 
 from conftest import ENGLISH, GERMAN, translate_cli as cli
@@ -73,3 +79,24 @@ def test_a_batch_that_ends_after_the_run_was_stopped_is_dropped(tmp_path):
     again = DecodeCache(tmp_path / "kept.cache", "model")
     assert len(again) == 1 and list(again.lookup([[5, 6, 3]], [None], opts)) == [0]
     again.close()
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_empty_cache(fixture_bundle, tmp_path):
+    """The disk fills up as a document's sentences are kept (a file size limit here, RLIMIT_FSIZE, in the
+    command's process: a write past it fails with EFBIG): one line, and the sentences kept stay for the
+    next run; a cache that could not even be made is not left behind, empty."""
+    source, out = tmp_path / "in.srt", tmp_path / "out.srt"
+    source.write_text("\n".join(f"{i}\n00:00:{i:02d},000 --> 00:00:{i:02d},900\n{g}\n"
+                                for i, g in enumerate(GERMAN * 2, start=1)), encoding="utf-8")
+    kept = tmp_path / ".out.srt.partial.cache"
+    command = [str(Path(sys.executable).parent / "mt-translate"), "-m", str(fixture_bundle), "--from", "de",
+               "--beam-size", "1", "--max-batch-sentences", "8", "-i", str(source), "-o", str(out)]
+    for limit in (0, 20_000):           # bytes: none, or a few batches' sentences
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "MT_ORT_CACHE": "0"},
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+        assert done.returncode == 1 and "Traceback" not in done.stderr and not out.exists()
+        assert done.stderr.splitlines()[-1].startswith(
+            f"mt-translate: error: {kept}: cannot keep decoded sentences there ("), done.stderr
+        assert kept.exists() == (limit > 0), done.stderr
+        kept.unlink(missing_ok=True)

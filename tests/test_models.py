@@ -4,7 +4,10 @@ and resolving a model by name. Downloads come from an HTTP server on 127.0.0.1 i
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -174,6 +177,23 @@ def test_install_refuses_a_corrupted_bundle_and_leaves_nothing(fixture_bundle, t
         assert result.exit_code == 1
         assert "decoder.int8.onnx: sha256 does not match" in result.stderr and "nothing was installed" in result.stderr
         assert leftovers(models_dir) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_full_disk_is_one_line_and_installs_nothing(fixture_bundle, models_dir):
+    """The disk fills up while a bundle directory is copied: one line, as for an archive, and nothing
+    installed. The disk fills as a file size limit makes it (RLIMIT_FSIZE: a write past it fails with
+    EFBIG), in the command's process only."""
+    import resource
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))     # less than the .onnx files
+
+    done = subprocess.run([str(Path(sys.executable).parent / "mt-models"), "install", str(fixture_bundle),
+                           "--name", "m"], capture_output=True, text=True, timeout=120, preexec_fn=small_disk)
+    assert (done.returncode, done.stderr) == (
+        1, f"mt-models: error: {fixture_bundle}: cannot copy into {models_dir} (File too large)\n")
+    assert leftovers(models_dir) == []
 
 
 def test_install_reports_what_it_verified_as_verify_does(fixture_bundle, tmp_path):

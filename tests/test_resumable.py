@@ -64,6 +64,17 @@ def test_a_line_cut_off_mid_write_is_done_again(tmp_path):
     assert path.read_text() == "one\ntwo\nthree\n"
 
 
+def test_only_a_newline_ends_a_line(tmp_path):
+    """Other line breaks inside a line ("\\u2028", "\\x85": --format jsonl writes them as they are) do not
+    make it several: the lines kept are the lines written."""
+    path = tmp_path / "out.txt"
+    interrupted(path, JOB, ["one\u2028two", "three\x85four\rfive"])
+    with resumable_output(path, JOB) as out:
+        assert out.done == 2
+        out.write("six\n")
+    assert path.read_bytes().decode() == "one\u2028two\nthree\x85four\rfive\nsix\n"
+
+
 def test_a_cut_off_gzip_keeps_the_lines_it_holds(tmp_path):
     path = tmp_path / "out.txt.gz"
     interrupted(path, JOB, [f"line {i}" for i in range(2000)])
