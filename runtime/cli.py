@@ -191,7 +191,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                     d, to, options, from_lang=from_lang or "auto", glossary=glossary), [document], newline=False,
                     progress=not quiet), binary=True)
         except (TranslationError, InputError) as e:
-            raise CommandError(f"{input_file or 'stdin'}: {e}" if isinstance(e, TranslationError) else str(e)) from None
+            raise document_error(e, input_file) from None
         return
 
     # Input: arguments, a whole file (checked before any work), or stdin as a stream.
@@ -232,7 +232,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                 write_output(output, lambda out: write_documents(out, translate_one, documents, newline=bool(text),
                                                                  progress=not quiet))
         except (TranslationError, InputError) as e:
-            raise CommandError(str(e)) from None
+            raise (CommandError(str(e)) if text else document_error(e, input_file)) from None
         return
 
     progress = None
@@ -442,6 +442,15 @@ def write_output(output: str | None, write, binary: bool = False) -> None:
     out = GuardedStream(stdout)
     write(out)
     out.flush()
+
+
+def document_error(error: Exception, input_file: str | None):
+    """The CommandError for a document's error, naming the file it came from (or stdin): a parser says
+    only what is wrong ("not JSON: ..."). An InputError names its file already."""
+    from .errors import TranslationError
+
+    where = input_file if input_file and input_file != "-" else "stdin"
+    return CommandError(f"{where}: {error}" if isinstance(error, TranslationError) else str(error))
 
 
 def write_documents(out, translate_one, documents: list, newline: bool, progress: bool = False) -> None:

@@ -37,7 +37,8 @@ def suffix(name: str) -> str:
 
 def translate_file(translator, name: str, data: bytes, to=None, options=None, **settings) -> bytes:
     """The file `name` (its bytes) translated, as bytes of the same kind; a TranslationError for a kind
-    not in METHODS, or text that is not UTF-8."""
+    not in METHODS, or text that is not UTF-8 (which the caller, knowing where the file came from,
+    names, as it does a parser's error)."""
     kind = suffix(name)
     if kind not in METHODS:
         raise TranslationError(f"files of type {kind or '(no extension)'} are not supported; these are: "
@@ -47,7 +48,7 @@ def translate_file(translator, name: str, data: bytes, to=None, options=None, **
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        raise TranslationError(f"{name}: not UTF-8 (byte {data[e.start]:#x} at offset {e.start})") from None
+        raise TranslationError(f"not UTF-8 (byte {data[e.start]:#x} at offset {e.start})") from None
     if kind == ".txt":
         lines = text.split("\n")
         done = translator.translate([line.rstrip("\r") for line in lines], to, options, **settings)

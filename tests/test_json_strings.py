@@ -57,4 +57,4 @@ def test_cli_json(fixture_bundle, monkeypatch, tmp_path, capsys):
     assert "warning: document: y: kept untranslated" in err
     source.write_text("{nope", encoding="utf-8")
     code, _, err = invoke(main, ["--json", "-i", str(source)], capsys)
-    assert code == 1 and "not JSON" in err and "Traceback" not in err
+    assert code == 1 and err.startswith(f"mt-translate: error: {source}: not JSON") and "Traceback" not in err

@@ -249,8 +249,9 @@ def test_errors_and_usage(fixture_bundle, tmp_path):
     assert missing.exit_code == 1 and "nowhere: no such file or directory" in missing.stderr
     ftp = mt_models("install", "ftp://example.org/m.tar.gz")
     assert ftp.exit_code == 1 and "unsupported URL scheme 'ftp' (use http or https" in ftp.stderr
-    bad_name = mt_models("install", fixture_bundle, "--name", "../escape")
-    assert bad_name.exit_code == 1 and "not a valid model name" in bad_name.stderr
+    for name in ("../escape", ""):                                # "" is not the default name
+        bad_name = mt_models("install", fixture_bundle, "--name", name)
+        assert bad_name.exit_code == 1 and f"{name!r} is not a valid model name" in bad_name.stderr
     shipped = mt_models("remove", "de-en")
     assert shipped.exit_code == 1 and "not installed" in shipped.stderr
     assert (bundle.MODELS_DIR / "de-en" / "config.json").is_file()

@@ -190,12 +190,12 @@ def test_cli_subtitles_of_plain_text_is_an_error(model, tmp_path, capsys):
     code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--subtitles", "-i", str(source),
                                    "-o", str(tmp_path / "out.srt")], capsys)
     assert code == 1 and out == "" and not (tmp_path / "out.srt").exists()
-    assert err == ('mt-translate: error: no subtitle cues found (no line is a timing line such as '
+    assert err == (f'mt-translate: error: {source}: no subtitle cues found (no line is a timing line such as '
                    '"00:00:01,000 --> 00:00:03,500")\n')
     source.write_text("1\n00:00:03,000 --> garbage\nHallo\n", encoding="utf-8")
     code, out, err = invoke(main, ["--threads", str(ORT_THREADS), "--subtitles", "-i", str(source)], capsys)
-    assert code == 1 and err == ("mt-translate: error: no subtitle cues found (line 2 is not a valid timing line: "
-                                 "00:00:03,000 --> garbage)\n")
+    assert code == 1 and err == (f"mt-translate: error: {source}: no subtitle cues found (line 2 is not a valid "
+                                 "timing line: 00:00:03,000 --> garbage)\n")
 
 
 def test_cli_warns_of_a_malformed_timing_line(model, tmp_path, capsys):

@@ -100,7 +100,7 @@ async def test_what_cannot_be_translated_is_said_in_the_dialog(fixture_bundle, t
     async with file_dialog(fixture_bundle) as (app, pilot):
         for source, target, message in cases:
             said = await translate(pilot, source, target)
-            assert message in said, (source, said)
+            assert message in said and said.count(source.name) <= 1, (source, said)
             assert app.screen.query_one("#file-status", Label).has_class("error")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.docx", "latin1.txt", "ok.txt", "old.doc"]
 
