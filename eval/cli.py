@@ -68,15 +68,6 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
     return source_file, ref_file, to, from_lang
 
 
-def refuse_inputs(output: str, inputs: list[tuple[str, str | None]]) -> None:
-    """Refuse an output that is one of the (flag, path) inputs, by whatever path: writing it would replace it."""
-    from mtkit.runtime.text_io import InputError, same_file
-
-    for flag, path in inputs:
-        if path and same_file(path, output):
-            raise InputError(f"{output}: is the file given to {flag} ({path}); write the output to another file")
-
-
 @command(PROG, epilog=EPILOG)
 @model_options
 @click.option("-s", "--source-file", metavar="FILE", help="Source sentences, one per line (.gz allowed; its suffix, e.g. test.de, gives --from).")
@@ -106,7 +97,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         raise click.UsageError("give --source-file and --ref-file, or --corpus with --from")
 
     from mtkit.runtime.errors import TranslationError
-    from mtkit.runtime.text_io import InputError, atomic_output, check_output, read_lines
+    from mtkit.runtime.text_io import InputError, atomic_output, check_output, read_lines, refuse_inputs
 
     path = Path(model) if model else None
     try:

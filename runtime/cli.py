@@ -124,7 +124,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         wholes = [flag]             # a Word file, a book, subtitles, a catalog: read as lines, it would break
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
-    from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, same_file
+    from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, refuse_inputs
 
     # Checked before the model loads: the arguments as a file's lines are, that -o can be written, the glossary.
     try:
@@ -135,10 +135,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         starts = read_lines(prefixes) if prefixes else prefix     # each line's, or one for all
         if output and output != "-" and not list_languages:
             check_output(output)
-            for flag, path in (("-i", input_file), ("--prefixes", prefixes), ("--glossary", glossary)):
-                if path and path != "-" and same_file(path, output):     # its translation would replace it
-                    raise InputError(f"{output}: is the file given to {flag} ({path}); write the output to "
-                                     f"another file")
+            refuse_inputs(output, [("-i", input_file), ("--prefixes", prefixes), ("--glossary", glossary)])
     except InputError as e:
         raise CommandError(str(e)) from None
     glossary_file = glossary

@@ -44,7 +44,7 @@ def main(sources, targets, model, to, provider, variant, threads, output, fmt, m
     without sentence splitting. --to is the language of TARGETS."""
     from .cli import write_output
     from .errors import TranslationError
-    from .text_io import InputError, check_output, read_lines, same_file
+    from .text_io import InputError, check_output, read_lines, refuse_inputs
     from .translator import Translator
 
     try:
@@ -54,9 +54,7 @@ def main(sources, targets, model, to, provider, variant, threads, output, fmt, m
                              f"give one target line for each source line")
         if output and output != "-":
             check_output(output)
-            for path in (sources, targets):
-                if same_file(path, output):
-                    raise InputError(f"{output}: is an input file ({path}); write the scores to another file")
+            refuse_inputs(output, [("SOURCES", sources), ("TARGETS", targets)])
     except InputError as e:
         raise CommandError(str(e)) from None
     try:

@@ -169,6 +169,14 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
+def refuse_inputs(output: str | Path, inputs: list[tuple[str, str | Path | None]]) -> None:
+    """Refuse an output that is one of the (flag, path) inputs, by whatever path: writing it would
+    replace what is being read. The commands that write files call it before any work."""
+    for flag, path in inputs:
+        if path and path != "-" and same_file(path, output):
+            raise InputError(f"{output}: is the file given to {flag} ({path}); write the output to another file")
+
+
 def blocking_file(path: str | Path) -> Path | None:
     """The file that stops `path` being made with its missing parents: its nearest existing ancestor,
     when that is not a directory."""

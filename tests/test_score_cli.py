@@ -46,7 +46,7 @@ def test_what_cannot_be_scored_is_one_line(model, tmp_path, capsys):
     src = lines(tmp_path / "s.de", GERMAN[:2])
     cases = [
         ([src, lines(tmp_path / "one.en", ENGLISH[:1])], "has 2 lines and"),
-        ([src, src, "-o", src], "is an input file"),
+        ([src, src, "-o", src], "is the file given to SOURCES"),
         ([tmp_path / "missing.de", src], "missing.de"),
         ([src, lines(tmp_path / "long.en", [ENGLISH[0], "house " * 400])], "target 2 is"),
         (["--to", "fr", src, src], "cannot translate into 'fr'"),
