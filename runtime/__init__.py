@@ -12,6 +12,7 @@ _EXPORTS = {
     "LongInputWarning": "translator", "DecodeOptions": "decode_options", "OptionError": "decode_options",
     "SourceLanguage": "language_id", "LanguageWarning": "language_id",
     "TranslationError": "errors", "ModelLoadError": "errors", "ProviderError": "errors",
+    "DocumentError": "errors",
     "BundleError": "bundle_format", "BundleConfig": "bundle_format",
     "default_model": "bundle", "Glossary": "glossary", "GlossaryError": "glossary",
     "translation_progress": "progress",

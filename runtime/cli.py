@@ -442,12 +442,13 @@ def write_output(output: str | None, write, binary: bool = False) -> None:
 
 
 def document_error(error: Exception, input_file: str | None):
-    """The CommandError for a document's error, naming the file it came from (or stdin): a parser says
-    only what is wrong ("not JSON: ..."). An InputError names its file already."""
-    from .errors import TranslationError
+    """The CommandError for an error in translating a document: a DocumentError says only what is wrong
+    with it ("not JSON: ..."), so the file it came from (or stdin) is named; the others name their own
+    file (an output, the decode cache, a graph) or none is at fault."""
+    from .errors import DocumentError
 
     where = input_file if input_file and input_file != "-" else "stdin"
-    return CommandError(f"{where}: {error}" if isinstance(error, TranslationError) else str(error))
+    return CommandError(f"{where}: {error}" if isinstance(error, DocumentError) else str(error))
 
 
 def write_documents(out, translate_one, documents: list, newline: bool, progress: bool = False) -> None:

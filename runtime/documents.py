@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from .errors import TranslationError
+from .errors import DocumentError
 
 METHODS = {
     ".txt": "lines", ".html": "translate_html", ".htm": "translate_html", ".xhtml": "translate_html",
@@ -41,14 +41,14 @@ def translate_file(translator, name: str, data: bytes, to=None, options=None, **
     names, as it does a parser's error)."""
     kind = suffix(name)
     if kind not in METHODS:
-        raise TranslationError(f"files of type {kind or '(no extension)'} are not supported; these are: "
+        raise DocumentError(f"files of type {kind or '(no extension)'} are not supported; these are: "
                                f"{', '.join(METHODS)}")
     if METHODS[kind] in BYTES:
         return getattr(translator, METHODS[kind])(data, to, options, **settings)
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        raise TranslationError(f"not UTF-8 (byte {data[e.start]:#x} at offset {e.start})") from None
+        raise DocumentError(f"not UTF-8 (byte {data[e.start]:#x} at offset {e.start})") from None
     if kind == ".txt":
         lines = text.split("\n")
         done = translator.translate([line.rstrip("\r") for line in lines], to, options, **settings)

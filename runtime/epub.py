@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 from urllib.parse import unquote
 
-from .errors import TranslationError
+from .errors import DocumentError
 from .messages import keep_spaces
 from .office import parse_part, serialize, unzip, write_package
 
@@ -50,7 +50,7 @@ def translate_epub(translator, document: bytes, to=None, options=None, *, from_l
         try:
             texts.append(entries[name].decode("utf-8"))
         except UnicodeDecodeError as e:
-            raise TranslationError(f"{name}: not UTF-8 (byte {e.object[e.start]:#x})") from None
+            raise DocumentError(f"{name}: not UTF-8 (byte {e.object[e.start]:#x})") from None
     done = markup.translate_fragments(translator, texts, to, options, from_lang=source, glossary=glossary,
                                       **overrides)
     changed = {name: text.encode("utf-8") for name, text in zip(pages, done)}
@@ -69,11 +69,11 @@ def translate_epub(translator, document: bytes, to=None, options=None, *, from_l
 def _package_name(entries: dict[str, bytes]) -> str:
     """The package document's name, as the container gives it."""
     if CONTAINER not in entries:
-        raise TranslationError(f"not an EPUB: the zip has no {CONTAINER}")
+        raise DocumentError(f"not an EPUB: the zip has no {CONTAINER}")
     container = parse_part(CONTAINER, entries[CONTAINER])
     names = [r.get("full-path") for r in container.iter() if isinstance(r.tag, str) and r.tag.endswith("rootfile")]
     if not names or names[0] not in entries:
-        raise TranslationError(f"not an EPUB: {CONTAINER} names no package document in the zip")
+        raise DocumentError(f"not an EPUB: {CONTAINER} names no package document in the zip")
     return names[0]
 
 
@@ -84,7 +84,7 @@ def _refuse_drm(entries: dict[str, bytes], pages: list[str]) -> None:
     encrypted = {unquote(r.get("URI", "")) for r in parse_part(ENCRYPTION, entries[ENCRYPTION]).iter()
                  if isinstance(r.tag, str) and r.tag.endswith("CipherReference")}
     if encrypted & set(pages):
-        raise TranslationError("the book is encrypted (DRM): its text cannot be read")
+        raise DocumentError("the book is encrypted (DRM): its text cannot be read")
 
 
 def _contents(translator, ncx, to: str, options, source: str, glossary, overrides: dict) -> bytes:

@@ -14,5 +14,11 @@ class ModelLoadError(TranslationError, BundleError):
     """A missing, corrupt or mismatched bundle: both a `TranslationError` and a `BundleError`."""
 
 
+class DocumentError(TranslationError):
+    """A document that cannot be read as its kind (not JSON, a damaged zip, no subtitle cues, ...). The
+    message says what is wrong; whoever knows where the document came from names it (mt-translate: the
+    file given to -i)."""
+
+
 class ProviderError(TranslationError):
     """The requested execution provider (e.g. CUDA) is not usable on this machine."""

@@ -17,7 +17,7 @@ import re
 import warnings
 
 from . import icu
-from .errors import TranslationError
+from .errors import DocumentError
 from .language_id import has_letters
 from .messages import translate_messages
 
@@ -35,7 +35,7 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
     try:
         data = json.loads(document)
     except json.JSONDecodeError as e:
-        raise TranslationError(f"not JSON: {e}") from None
+        raise DocumentError(f"not JSON: {e}") from None
     to = to or translator.default_language
     found: list[str] = []
     choices: dict[str, icu.Message] = {}

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from .errors import TranslationError
+from .errors import DocumentError, TranslationError
 
 CONTENT_TYPES = "[Content_Types].xml"
 EMBEDDED_WORKBOOK = re.compile(r"(^|/)embeddings/[^/]+\.xlsx$", re.IGNORECASE)
@@ -50,7 +50,7 @@ def translate_package(fmt: Format, translator, document: bytes, to=None, options
     """`document`, an Office file's bytes, with its paragraphs translated into `to` and all else kept."""
     entries, types = read_package(fmt, document)
     if not fmt.main & set(types.values()):
-        raise TranslationError(f"not {fmt.name}: it has no main part")
+        raise DocumentError(f"not {fmt.name}: it has no main part")
     trees = {name: parse_part(name, data) for name, data in entries.items() if types.get(name) in fmt.parts}
     found = [(name, reader(p)) for name, tree in trees.items()
              for reader in fmt.parts[types[name]] for p in tree.iter(*reader.TAGS)]
@@ -122,11 +122,11 @@ def document_language(translator, texts: list[str], to: str) -> str | None:
 def read_package(fmt: Format, document: bytes) -> tuple[dict[str, bytes], dict[str, str]]:
     """The zip's entries by name, and each part's content type."""
     if document.startswith(OLE):
-        raise TranslationError(f"not a {fmt.suffix}: an old {fmt.old}, or a file with a password; save it as "
+        raise DocumentError(f"not a {fmt.suffix}: an old {fmt.old}, or a file with a password; save it as "
                                f"{fmt.suffix} without one")
     entries = unzip(document, f"not a {fmt.suffix} ({fmt.name} is a zip file)")
     if CONTENT_TYPES not in entries:
-        raise TranslationError(f"not {fmt.name}: the zip has no {CONTENT_TYPES}")
+        raise DocumentError(f"not {fmt.name}: the zip has no {CONTENT_TYPES}")
     listing = parse_part(CONTENT_TYPES, entries[CONTENT_TYPES])
     defaults = {e.get("Extension", "").lower(): e.get("ContentType") for e in listing if e.tag.endswith("Default")}
     overrides = {e.get("PartName", "").lstrip("/"): e.get("ContentType") for e in listing if e.tag.endswith("Override")}
@@ -141,12 +141,12 @@ def unzip(document: bytes, not_a_zip: str) -> dict[str, bytes]:
         with zipfile.ZipFile(io.BytesIO(document)) as package:
             files = [info for info in package.infolist() if not info.is_dir()]
             if (size := sum(info.file_size for info in files)) > MAX_UNZIPPED:
-                raise TranslationError(f"its zip unpacks to {size / 1e6:,.0f} MB, more than the "
+                raise DocumentError(f"its zip unpacks to {size / 1e6:,.0f} MB, more than the "
                                        f"{MAX_UNZIPPED / 1e6:,.0f} MB a document may hold")
             return {info.filename: package.read(info) for info in files}
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError,
             RuntimeError) as e:            # RuntimeError: an entry with a password
-        raise TranslationError(f"{not_a_zip}: {e}") from None
+        raise DocumentError(f"{not_a_zip}: {e}") from None
 
 
 def parse_part(name: str, data: bytes):
@@ -155,7 +155,7 @@ def parse_part(name: str, data: bytes):
     try:
         return etree.fromstring(data, etree.XMLParser(resolve_entities=False, huge_tree=True))
     except etree.XMLSyntaxError as e:
-        raise TranslationError(f"the file is damaged: {name}: {e}") from None
+        raise DocumentError(f"the file is damaged: {name}: {e}") from None
 
 
 def serialize(tree) -> bytes:

@@ -14,7 +14,7 @@ mimetype first, is copied byte for byte.
 
 from __future__ import annotations
 
-from .errors import TranslationError
+from .errors import DocumentError
 from .office import (OLE, Paragraph, PlainTexts, other_language, parse_part, serialize, translate_paragraphs,
                      unzip, write_package)
 from .workbook_references import formula
@@ -105,13 +105,13 @@ def translate_opendocument(translator, document: bytes, to=None, options=None, *
                            glossary=None, **overrides) -> bytes:
     """`document`, an .odt, .odp or .ods file's bytes, with its text translated into `to` and all else kept."""
     if document.startswith(OLE):
-        raise TranslationError("not an OpenDocument file: an old binary Office file, or one with a password")
+        raise DocumentError("not an OpenDocument file: an old binary Office file, or one with a password")
     entries = unzip(document, "not an OpenDocument file (one is a zip file)")
     kind = entries.get("mimetype", b"").decode("ascii", "replace").strip()
     if kind not in KINDS or "content.xml" not in entries:
-        raise TranslationError(f"not an OpenDocument text, presentation or spreadsheet (mimetype {kind!r})")
+        raise DocumentError(f"not an OpenDocument text, presentation or spreadsheet (mimetype {kind!r})")
     if b"manifest:encryption-data" in entries.get("META-INF/manifest.xml", b""):
-        raise TranslationError("the file has a password: save it without one")
+        raise DocumentError("the file has a password: save it without one")
     parts = ["content.xml"] + (["styles.xml"] if "text" in kind and "styles.xml" in entries else [])
     trees = {name: parse_part(name, entries[name]) for name in parts}
     paragraphs = [reader(p) for tree in trees.values() for p in tree.iter(*OdfParagraph.TAGS)

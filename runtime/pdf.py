@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from .errors import TranslationError
+from .errors import DocumentError, TranslationError
 from .office import Paragraph, PlainText, translate_paragraphs, translated_pieces
 
 MAGIC = b"%PDF-"
@@ -195,10 +195,10 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
         pdf = pdfium.PdfDocument(document)
     except pdfium.PdfiumError as e:
         if MAGIC not in document[:1024]:      # readers find the header anywhere in the first 1 KB, or do without
-            raise TranslationError("not a PDF file (no %PDF- header in its first 1 KB)") from None
+            raise DocumentError("not a PDF file (no %PDF- header in its first 1 KB)") from None
         if "password" in str(e).lower():
-            raise TranslationError("the PDF has a password: save it without one first") from None
-        raise TranslationError(f"the PDF is damaged: {e}") from None
+            raise DocumentError("the PDF has a password: save it without one first") from None
+        raise DocumentError(f"the PDF is damaged: {e}") from None
     pages = [read_page(pdf, i) for i in range(len(pdf))]          # each: its paragraphs and its notes
     paragraphs = [p for page, _ in pages for p in page]
     if not any(p.has_words for p in paragraphs) and not any(p.kept for p in paragraphs):

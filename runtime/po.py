@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import TranslationError
+from .errors import DocumentError
 from .messages import translate_messages
 
 FUZZY = "fuzzy"
@@ -31,10 +31,10 @@ def translate_po(translator, document: str, to=None, options=None, *, from_lang:
     try:
         catalog = polib.pofile(document)
     except (OSError, ValueError) as e:           # polib reports a syntax error as an OSError
-        raise TranslationError(f"not a gettext catalog: {e}") from None
+        raise DocumentError(f"not a gettext catalog: {e}") from None
     to = to or catalog_language(catalog, translator)
     if to is None:
-        raise TranslationError("the catalog names no Language this model translates into: give the target "
+        raise DocumentError("the catalog names no Language this model translates into: give the target "
                                f"language ({', '.join(translator.languages)})")
     entries = [e for e in catalog if e.msgid and not e.obsolete and not e.translated() and FUZZY not in e.flags]
     plurals = plural_count(catalog)

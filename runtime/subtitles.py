@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import warnings
 
-from .errors import TranslationError
+from .errors import DocumentError
 
 TIMING = re.compile(r"^\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}\s*-->\s*(?:\d+:)?\d{1,2}:\d{2}[,.]\d{3}")
 STAMP = re.compile(r"(?:(\d+):)?(\d{1,2}):(\d{2})[,.](\d{3})")
@@ -194,7 +194,7 @@ def check_timings(lines: list[str], cues: list[_Cue], vtt: bool) -> None:
     if not vtt and "".join(lines).strip() and not any(TIMING.match(line) for line in lines):
         why = (f"line {malformed[0] + 1} is not a valid timing line: {_body(lines[malformed[0]]).strip()}"
                if malformed else 'no line is a timing line such as "00:00:01,000 --> 00:00:03,500"')
-        raise TranslationError(f"no subtitle cues found ({why})")
+        raise DocumentError(f"no subtitle cues found ({why})")
     for i in malformed:         # stacklevel: to the caller of Translator.translate_subtitles
         warnings.warn(f"line {i + 1} is not a valid timing line, so its cue is left untranslated: "
                       f"{_body(lines[i]).strip()}", SubtitleWarning, stacklevel=5)

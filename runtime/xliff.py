@@ -20,7 +20,7 @@ import warnings
 from html.parser import HTMLParser
 
 from . import icu
-from .errors import TranslationError
+from .errors import DocumentError
 from .language_id import has_letters
 from .messages import catalog_source, translate_messages
 
@@ -44,17 +44,17 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
     try:
         root = etree.fromstring(document.encode("utf-8"), etree.XMLParser(resolve_entities=False))
     except (etree.XMLSyntaxError, ValueError) as e:
-        raise TranslationError(f"not XLIFF: {e}") from None
+        raise DocumentError(f"not XLIFF: {e}") from None
     version = root.get("version", "")[:1]
     if etree.QName(root).localname != "xliff" or version not in MT_STATE:
-        raise TranslationError(f"not XLIFF 1.x or 2.x: the root is <{etree.QName(root).localname}> "
+        raise DocumentError(f"not XLIFF 1.x or 2.x: the root is <{etree.QName(root).localname}> "
                                f"version {root.get('version')!r}")
     files = [root] if version == "2" else [e for e in root.iter() if _local(e) == "file"]
     for file in files:
         target_attribute = "trgLang" if version == "2" else "target-language"
         language = _model_language(translator, to or file.get(target_attribute))
         if language is None:
-            raise TranslationError("the file names no target language this model translates into: give the "
+            raise DocumentError("the file names no target language this model translates into: give the "
                                    f"target language ({', '.join(translator.languages)})")
         if not file.get(target_attribute):
             file.set(target_attribute, language)
