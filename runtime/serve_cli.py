@@ -34,6 +34,8 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
               help="The most characters one request may ask to translate.")
 @click.option("--file-limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="MB",
               help="The largest file POST /translate_file takes (a .docx, .epub, ...), in megabytes.")
+@click.option("--file-char-limit", type=click.IntRange(min=1), default=1_000_000, show_default=True, metavar="N",
+              help="The most characters a text file (.txt, .html, .srt, ...) sent to POST /translate_file may have.")
 @click.option("--glossary", metavar="FILE", help="Terms every request translates one way (the format of mt-translate "
                                                    "--glossary).")
 @click.option("--cors", metavar="ORIGIN", default=None,
@@ -47,8 +49,8 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @budget_options
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options(exclude=("num_hypotheses", "return_alignment"))     # per request: "alternatives"
-def main(model, provider, variant, threads, host, port, char_limit, file_limit, glossary, cors, concurrency, queue, cache,
-         max_batch_tokens, max_batch_sentences, quiet, options) -> None:
+def main(model, provider, variant, threads, host, port, char_limit, file_limit, file_char_limit, glossary, cors,
+         concurrency, queue, cache, max_batch_tokens, max_batch_sentences, quiet, options) -> None:
     """Serve a model over HTTP in LibreTranslate's API: POST /translate, POST /detect, GET /languages,
     POST /translate_file."""
     import warnings
@@ -76,7 +78,7 @@ def main(model, provider, variant, threads, host, port, char_limit, file_limit, 
             raise CommandError(f"{glossary_file}: {e}") from None
     try:
         service = Service(translator, options, char_limit, cors, glossary, concurrency, queue, cache,
-                          file_limit=file_limit * 1_000_000)
+                          file_limit=file_limit * 1_000_000, file_char_limit=file_char_limit)
         server = make_server(service, host, port, quiet=quiet)
     except OSError as e:
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None

@@ -12,14 +12,16 @@ and anything that speaks JSON, can use a local model:
     GET  /download_file/<id>/<name>  ->  the translated file (the last `files` are kept, in memory)
     GET  /frontend/settings  ->  the limits and file types LibreTranslate's clients ask for
 
-Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits)
-and {"error": "..."}. One Translator serves every request. Requests are read in threads, but only
-`concurrency` translate at once (one already keeps every core busy); up to `queue` more wait their
-turn, and past that a request gets 503 with Retry-After, so that a burst of clients slows the
-server down instead of running it out of memory. The answer to each text is kept (the last `cache`
+Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits, 408
+when its body stops coming) and {"error": "..."}; a fault of the model or the machine gets 500, its
+detail in the server's log only (it names the server's files). One Translator serves every request.
+Requests are read in threads, but only `concurrency` translate at once (one already keeps every core
+busy); up to `queue` more wait their turn, and past that a request gets 503 with Retry-After, so that
+a burst of clients slows the server down instead of running it out of memory. The answer to each text is kept (the last `cache`
 texts asked for), so a page or an app asking for the same strings again is answered at once. `api_key` is accepted and
 ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
-may call it from another origin only when `cors` names that origin (or "*").
+may call it from another origin only when `cors` names that origin (or "*"). A client that goes away
+is one line in the log, and its translation stops after the batch being decoded.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from __future__ import annotations
 import json
 import mimetypes
 import secrets
+import select
+import socket
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -38,10 +42,11 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from . import language_id
 from .decode_options import DecodeOptions
-from .documents import supported, translate_file
-from .errors import TranslationError
+from .documents import BYTES, METHODS, suffix, supported, translate_file
+from .errors import ModelLoadError, ProviderError, TranslationError
 from .markup import translate_fragments
 from .arguments import prefixes_for
+from .progress import translation_progress
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "bg": "Bulgarian", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek", "en": "English",
@@ -55,14 +60,32 @@ LANGUAGE_NAMES = {
 # Each endpoint's Service method; GET /download_file/NAME (a file POST /translate_file wrote) aside.
 GET_ROUTES = {"": "health", "/health": "health", "/languages": "languages", "/frontend/settings": "settings"}
 POST_ROUTES = {"/translate": "translate", "/detect": "detect", "/translate_file": "translate_file"}
+REQUEST_TIMEOUT = 60.0      # seconds a client may stall in sending its request: a stalled one frees its thread
+# TranslationErrors that are the model's or the machine's fault (ONNX Runtime's errors in a run, out of
+# memory included, are ModelLoadErrors), not the request's: the others (bad options, an unknown language,
+# a document that cannot be read, ...) are the client's to fix.
+SERVER_FAULTS = (ModelLoadError, ProviderError)
 
 
 class RequestError(Exception):
-    """A request the server refuses: its HTTP status and the message for the client."""
+    """A request the server refuses: its HTTP status and the message for the client; `log`, for a fault of
+    the server's, is what the server's log gets."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, log: str | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.log = status, log
+
+
+class ClientGone(ConnectionAbortedError):
+    """The client closed its connection before its answer: its translation is stopped."""
+
+
+def refusal(e: TranslationError) -> RequestError:
+    """What the client is told of a TranslationError: 400 with its message, or, for a fault of the
+    server's, 500 and the message in the log only."""
+    if isinstance(e, SERVER_FAULTS):
+        return RequestError(500, "the model failed to translate this request; see the server's log", log=str(e))
+    return RequestError(400, f"Invalid request: {e}")
 
 
 class Admission:
@@ -127,6 +150,7 @@ class Service:
     cache: int = 2000                # texts whose answers are kept
     file_limit: int = 20_000_000     # bytes of a file to translate
     files: int = 32                  # translated files kept for download
+    file_char_limit: int = 1_000_000     # characters of a text file (.txt, .html, ...) to translate
     admission: Admission = field(init=False, repr=False)
     answers: AnswerCache = field(init=False, repr=False)
     downloads: AnswerCache = field(init=False, repr=False)
@@ -141,6 +165,7 @@ class Service:
 
     def settings(self) -> dict:
         return {"charLimit": self.char_limit, "filesTranslation": True, "fileLimitBytes": self.file_limit,
+                "fileCharLimit": self.file_char_limit,
                 "supportedFilesFormat": supported(), "apiKeys": False, "keyRequired": False, "suggestions": False}
 
     def translate_file(self, params: dict) -> dict:
@@ -153,12 +178,17 @@ class Service:
         if len(data) > self.file_limit:
             raise RequestError(413, f"Invalid request: the file ({len(data)} bytes) is over the limit "
                                     f"({self.file_limit})")
+        if suffix(name) in METHODS and METHODS[suffix(name)] not in BYTES:      # a text file: its characters
+            size = len(data.decode("utf-8", "replace"))
+            if size > self.file_char_limit:
+                raise RequestError(413, f"Invalid request: the file's text ({size} characters) is over the limit "
+                                        f"({self.file_char_limit})")
         try:
             with self.admission.turn():
                 translated = translate_file(self.translator, name, data, target, self.options, from_lang=source,
                                             glossary=self.glossary)
         except TranslationError as e:
-            raise RequestError(400, f"Invalid request: {e}") from None
+            raise refusal(e) from None
         key = secrets.token_urlsafe(12)
         self.downloads.put((key,), {"name": name, "data": translated})
         return {"translatedFileUrl": f"/download_file/{key}/{quote(PurePath(name).name)}"}
@@ -202,7 +232,7 @@ class Service:
         try:
             prefixes = prefixes_for(prefix, len(texts))
         except TranslationError as e:
-            raise RequestError(400, str(e)) from None
+            raise refusal(e) from None
         keys = [(text, start, source, target, fmt, alternatives) for text, start in zip(texts, prefixes)]
         found = [self.answers.get(key) for key in keys]
         if missing := [i for i, answer in enumerate(found) if answer is None]:
@@ -226,7 +256,7 @@ class Service:
             translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary,
                                                      prefix=prefix)
         except TranslationError as e:
-            raise RequestError(400, str(e)) from None
+            raise refusal(e) from None
         answer = {"translatedText": [tr.text for tr in translations]}
         if source == "auto":
             answer["detectedLanguage"] = [_detected(tr) for tr in translations]
@@ -236,11 +266,13 @@ class Service:
 
     def _languages(self, params: dict) -> tuple[str, str]:
         target = params.get("target")
-        if not isinstance(target, str) or not target:
+        if target is None or target == "":
             raise RequestError(400, "Invalid request: missing target parameter")
+        if not isinstance(target, str):
+            raise RequestError(400, "Invalid request: target must be a string, a language code")
         source = params.get("source") or "auto"
         if not isinstance(source, str):
-            raise RequestError(400, "Invalid request: source must be a language code or auto")
+            raise RequestError(400, "Invalid request: source must be a string, a language code or auto")
         return target, source
 
     def _texts(self, params: dict, one: bool = False) -> list[str]:
@@ -279,7 +311,17 @@ class Handler(BaseHTTPRequestHandler):
 
     service: Service
     server_version = "mtkit"
-    timeout = 60                     # seconds a client may take to send its request: a stalled one frees its thread
+    timeout = REQUEST_TIMEOUT        # `make_server` sets it
+
+    def handle(self):
+        try:
+            super().handle()
+        except ConnectionError as e:     # the client went away: no one to answer, nothing for the operator to do
+            reason = str(e) if isinstance(e, ClientGone) else type(e).__name__
+            self.log_message('"%s": the client went away (%s)', getattr(self, "requestline", "") or "-", reason)
+
+    def do_HEAD(self):               # GET's answer, less its body (_answer leaves it out)
+        self.do_GET()
 
     def do_GET(self):
         path = urlsplit(self.path).path.rstrip("/")
@@ -304,36 +346,57 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         path = urlsplit(self.path).path.rstrip("/")
+        if path in GET_ROUTES:
+            return self._wrong_method(path, "GET")
+        headers = {}
         try:
-            if path in GET_ROUTES:
-                return self._wrong_method(path, "GET")
             if path not in POST_ROUTES:
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
-            answer = getattr(self.service, POST_ROUTES[path])(self._params())
+            params = self._params()
+            with translation_progress(self._stop_if_gone):      # told after each batch: a good time to stop
+                status, answer = 200, getattr(self.service, POST_ROUTES[path])(params)
             if "translatedFileUrl" in answer:               # a whole address, as LibreTranslate gives
                 answer["translatedFileUrl"] = f"http://{self.headers.get('Host', 'localhost')}" + answer["translatedFileUrl"]
-            self._answer(200, answer)
         except RequestError as e:
-            self._answer(e.status, {"error": str(e)}, {"Retry-After": "1"} if e.status == 503 else {})
+            if e.log:
+                self._log_fault("fault on %s: %s", path, e.log)
+            status, answer = e.status, {"error": str(e)}
+            headers = {"Retry-After": "1"} if e.status == 503 else {}
+        except ConnectionError:          # the client went away (handle() says so)
+            raise
         except Exception as e:           # a fault of ours: the client gets an answer, the log the detail
-            self.log_error("internal error on %s: %r", path, e)
-            self._answer(500, {"error": f"internal error: {type(e).__name__}"})
+            self._log_fault("internal error on %s: %r", path, e)
+            status, answer = 500, {"error": f"internal error: {type(e).__name__}"}
+        self._answer(status, answer, headers)
 
     def do_PUT(self):               # JSON, as every answer is, not http.server's HTML page for 501
         self._answer(405, {"error": f"method not allowed: {self.command}; use GET or POST"},
-                     {"Allow": "GET, POST, OPTIONS"})
+                     {"Allow": "GET, HEAD, POST, OPTIONS"})
 
     do_DELETE = do_PATCH = do_PUT
 
     def _wrong_method(self, path: str, allowed: str) -> None:
         self._answer(405, {"error": f"method not allowed: {self.command} {path}; use {allowed}"},
-                     {"Allow": f"{allowed}, OPTIONS"})
+                     {"Allow": f"{allowed}{', HEAD' if allowed == 'GET' else ''}, OPTIONS"})
+
+    def _stop_if_gone(self, done: int, total: int) -> None:
+        """The progress callback of a request's translation: stops it if its client has closed the
+        connection (http.server does not tell; a socket with nothing left to read but its end does)."""
+        try:
+            readable = select.select([self.connection], [], [], 0)[0]
+            closed = bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except ValueError:              # a descriptor past what select takes: cannot tell, so go on
+            closed = False
+        except OSError:                 # reset by the client
+            closed = True
+        if closed:
+            raise ClientGone(f"stopped its translation after {done} of {total} sentences")
 
     def send_error(self, code, message=None, explain=None):
         """http.server's own refusals (a method it has no do_ for, a malformed request) in JSON too."""
         self.log_error("code %d, message %s", code, message)
         self.close_connection = True
-        self._answer(code, None if self.command == "HEAD" else {"error": message or HTTPStatus(code).phrase})
+        self._answer(code, {"error": message or HTTPStatus(code).phrase})
 
     def _params(self) -> dict:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():     # else read as no body at all
@@ -349,7 +412,14 @@ class Handler(BaseHTTPRequestHandler):
         limit = self.service.file_limit if kind == "multipart/form-data" else 8 * self.service.char_limit
         if length > limit + 65536:        # UTF-8 and JSON escapes, a form's headers: with room to spare
             raise RequestError(413, f"Invalid request: a body of {length} bytes is over the limit")
-        body = self.rfile.read(length) if length > 0 else b""
+        try:
+            body = self.rfile.read(length) if length > 0 else b""
+        except TimeoutError:
+            self.close_connection = True        # the rest of the body, if it comes, is no next request
+            raise RequestError(408, f"Request timeout: no more of the body came for {self.timeout:g} s "
+                                    f"(Content-Length said {length} bytes)") from None
+        if len(body) < length:
+            raise RequestError(400, f"Invalid request: the body ended after {len(body)} of its {length} bytes")
         if kind == "multipart/form-data":
             return _form_data(self.headers.get("Content-Type"), body)
         try:
@@ -396,11 +466,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
             self.send_header("Access-Control-Allow-Headers", "Content-Type")
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def log_message(self, format, *args):
         if not getattr(self.server, "quiet", False):
             super().log_message(format, *args)
+
+    def _log_fault(self, format, *args):
+        """A fault of the server's: logged even when quiet, which leaves out only the line per request."""
+        super().log_message(format, *args)
 
 
 def _form_data(content_type: str, body: bytes) -> dict:
@@ -425,9 +500,11 @@ def _form_data(content_type: str, body: bytes) -> dict:
     return fields
 
 
-def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, quiet: bool = False) -> ThreadingHTTPServer:
-    """A threaded HTTP server for `service`, bound and ready for `serve_forever()` (port 0: any free one)."""
-    handler = type("ServiceHandler", (Handler,), {"service": service})
+def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, quiet: bool = False,
+                timeout: float = REQUEST_TIMEOUT) -> ThreadingHTTPServer:
+    """A threaded HTTP server for `service`, bound and ready for `serve_forever()` (port 0: any free one).
+    `timeout`: the seconds a client may stall in sending its request before it is answered 408."""
+    handler = type("ServiceHandler", (Handler,), {"service": service, "timeout": timeout})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     server.quiet = quiet

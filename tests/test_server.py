@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -14,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,7 +31,8 @@ from mtkit.runtime.server import Service, make_server
 def url(fixture_bundle):
     from mtkit.runtime import Translator
     translator = Translator(fixture_bundle, variant="fp32", threads=1)
-    server = make_server(Service(translator, DecodeOptions(beam_size=1), char_limit=2000), port=0, quiet=True)
+    server = make_server(Service(translator, DecodeOptions(beam_size=1), char_limit=2000, file_char_limit=5000),
+                         port=0, quiet=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -100,6 +105,8 @@ def test_detect(url):
 @pytest.mark.parametrize("path, data, raw, status, message", [
     ("/translate", {"target": "en"}, None, 400, "missing q parameter"),
     ("/translate", {"q": "Hallo"}, None, 400, "missing target parameter"),
+    ("/translate", {"q": "Hallo", "target": ["en"]}, None, 400, "target must be a string, a language code"),
+    ("/translate", {"q": "Hallo", "target": "en", "source": ["de"]}, None, 400, "source must be a string"),
     ("/translate", {"q": ["Hallo", 3], "target": "en"}, None, 400, "q must be a string or a list of strings"),
     ("/translate", {"q": "Hallo", "target": "fr"}, None, 400, "cannot translate into 'fr'"),
     ("/translate", {"q": "Hallo", "target": "en", "alternatives": "x"}, None, 400, "alternatives must be"),
@@ -303,7 +310,7 @@ def test_a_form_field_that_is_not_utf8_is_a_bad_request(url):
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
 def test_other_methods_get_json_405_with_allow(url, method):
     status, headers, text = raw_call(url, "/translate", b'{"q": "Hallo", "target": "en"}', method=method)
-    assert status == 405 and headers["Allow"] == "GET, POST, OPTIONS"
+    assert status == 405 and headers["Allow"] == "GET, HEAD, POST, OPTIONS"
     assert headers["Content-Type"].startswith("application/json")
     assert json.loads(text) == {"error": f"method not allowed: {method}; use GET or POST"}
 
@@ -312,8 +319,19 @@ def test_other_methods_get_json_405_with_allow(url, method):
                                                   ("/languages", "POST", "GET"), ("/health", "POST", "GET")])
 def test_an_endpoint_asked_with_the_other_method_says_which_it_takes(url, path, method, allowed):
     status, headers, text = raw_call(url, path, b"{}" if method == "POST" else None, method=method)
-    assert status == 405 and headers["Allow"] == f"{allowed}, OPTIONS"
+    assert status == 405 and headers["Allow"] == {"POST": "POST, OPTIONS", "GET": "GET, HEAD, OPTIONS"}[allowed]
     assert json.loads(text) == {"error": f"method not allowed: {method} {path}; use {allowed}"}
+
+
+def test_head_is_get_without_the_body(url):
+    """HEAD was 501: it gets GET's status and headers, no body."""
+    for path, status in [("/languages", 200), ("/frontend/settings", 200), ("/download_file/nothing/a.txt", 404)]:
+        got, headers, text = raw_call(url, path, None, method="HEAD")
+        get_status, _, get_text = raw_call(url, path, None, method="GET")
+        assert (got, get_status, text) == (status, status, "")
+        assert headers["Content-Length"] == str(len(get_text.encode()))
+    got, headers, text = raw_call(url, "/translate", None, method="HEAD")
+    assert (got, headers["Allow"], text) == (405, "POST, OPTIONS", "")
 
 
 def test_a_method_http_server_does_not_know_gets_json_too(url):
@@ -403,3 +421,107 @@ def test_translate_file_refuses_what_it_cannot_read(url, name, data, status, mes
 def test_a_file_never_made_is_not_found(url):
     assert call(url, "/download_file/nothing/brief.docx")[0] == 404
     assert call(url, "/translate_file", {"target": "en"})[0] == 400       # JSON: no file in it
+
+
+def test_a_text_file_over_the_file_char_limit_is_refused(url):
+    """A 20 MB one-line .txt was taken (--char-limit did not apply to files) and translated for 11 s."""
+    for name in ("long.txt", "long.html"):
+        body, kind = form_data({"source": "de", "target": "en"}, (name, ("Grüße. " * 715)[:5001].encode()))
+        status, answer = call(url, "/translate_file", raw=body, content_type=kind)
+        assert status == 413 and "the file's text (5001 characters) is over the limit (5000)" in answer["error"]
+    assert call(url, "/frontend/settings")[1]["fileCharLimit"] == 5000
+
+
+@contextmanager
+def serving(translator, quiet: bool = False, timeout: float = 60, **settings):
+    """The address of a server for `translator` with Service's `settings`, until the block ends."""
+    server = make_server(Service(translator, DecodeOptions(beam_size=1), **settings), port=0, quiet=quiet,
+                         timeout=timeout)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_fault_of_the_model_is_500_with_its_detail_in_the_log_only(fixture_bundle, tmp_path, capfd):
+    """ONNX Runtime's errors in a run (out of memory too) are ModelLoadErrors, which were answered 400
+    "Invalid request", with the server's paths in them. Provoked for real, as in test_runtime_backend.py:
+    config.json promising longer sentences (max_positions 512) than the graphs' positions (64)."""
+    from mtkit.runtime import Translator, checksums
+    from mtkit.runtime.bundle_format import BundleConfig
+
+    longer = Path(shutil.copytree(fixture_bundle, tmp_path / "longer"))
+    config = BundleConfig.load(longer)
+    config.max_positions = 512
+    config.save(longer)
+    checksums.record(longer)
+    with serving(Translator(longer, threads=1), quiet=True) as where:        # a fault is logged even so
+        capfd.readouterr()
+        status, answer = call(where, "/translate", {"q": " ".join(["Guten Morgen und"] * 40), "source": "de",
+                                                    "target": "en"})
+        assert (status, answer) == (500, {"error": "the model failed to translate this request; see the server's log"})
+        assert re.search(r"fault on /translate: \S*longer/encoder\.int8\.onnx: ONNX Runtime could not run it",
+                         capfd.readouterr().err)
+        assert call(where, "/translate", {"q": GERMAN[0], "source": "de", "target": "en"})[0] == 200
+        status, answer = call(where, "/translate", {"q": GERMAN[0], "target": "fr"})     # still the request's fault
+        assert status == 400 and "cannot translate into 'fr'" in answer["error"]
+
+
+def log_until(capfd, pattern: str, seconds: float = 30) -> str:
+    """The server's log (stderr) until a line matches `pattern`, or `seconds` have passed."""
+    log, deadline = "", time.monotonic() + seconds
+    while not re.search(pattern, log) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        log += capfd.readouterr().err
+    return log
+
+
+def answer_on(sock: socket.socket) -> bytes:
+    """Everything the server sends on `sock` until it closes the connection."""
+    sock.settimeout(30)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def test_a_client_that_stalls_in_its_body_gets_408(fixture_translator):
+    """It got 500 "internal error: TimeoutError" (after 60 s: here the server's timeout is made short)."""
+    with serving(fixture_translator, timeout=0.5) as where, \
+            socket.create_connection(("127.0.0.1", int(where.rsplit(":", 1)[1]))) as sock:
+        sock.sendall(b'POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+                     b'Content-Length: 100\r\n\r\n{"q": "Hal')
+        head, _, body = answer_on(sock).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 408 ")
+        assert json.loads(body) == {"error": "Request timeout: no more of the body came for 0.5 s "
+                                             "(Content-Length said 100 bytes)"}
+
+
+def test_a_client_that_goes_away_is_one_line_in_the_log_and_its_translation_stops(fixture_translator, capfd):
+    """Clients that disconnected made tracebacks in the log (BrokenPipeError, ConnectionResetError), and
+    an abandoned file went on translating, holding up the requests after it."""
+    with serving(fixture_translator) as where:
+        port = int(where.rsplit(":", 1)[1])
+        capfd.readouterr()
+        # Reset in the middle of its body.
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b'POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"q": "Hal')
+        time.sleep(0.2)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))     # close with a reset
+        sock.close()
+        log = log_until(capfd, r'"POST /translate HTTP/1.1": the client went away \(ConnectionResetError\)\n')
+        # Gone once its file is sent: 4,000 lines, seconds of decoding, stopped after a batch or two.
+        lines = "\n".join(f"{i}. {GERMAN[i % len(GERMAN)]}" for i in range(4000)).encode()
+        body, kind = form_data({"source": "de", "target": "en"}, ("many.txt", lines))
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(f"POST /translate_file HTTP/1.1\r\nHost: x\r\nContent-Type: {kind}\r\n"
+                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        log += log_until(capfd, r'"POST /translate_file HTTP/1.1": the client went away \(stopped its '
+                                r'translation after \d+ of 4000 sentences\)\n')
+        assert call(where, "/translate", {"q": GERMAN[3], "source": "de", "target": "en"}) == \
+            (200, {"translatedText": ENGLISH[3]})
+        log += capfd.readouterr().err
+    assert len(re.findall("the client went away", log)) == 2, log
+    assert "Traceback" not in log and "internal error" not in log and '"POST /translate_file HTTP/1.1" 200' not in log
