@@ -66,6 +66,57 @@ def test_holdout_is_deterministic_and_disjoint():
     assert not {p.src for p in held} & {p.src for p in rest}
 
 
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_the_dev_holdout_is_exactly_what_training_lacks(tmp_path, repeat):
+    """Without a dev corpus, dev is a holdout of train: the two splits are disjoint and together make
+    the cleaned training data (with `repeat`, the rest of it repeated; the holdout once)."""
+    from collections import Counter
+
+    from mtkit.train.config import RunConfig
+    from conftest import tiny_run_dict
+
+    raw = tiny_run_dict(tmp_path)
+    del raw["data"]["dev"]
+    raw["data"]["holdout"] = 50
+    raw["data"]["train"][0]["repeat"] = repeat
+    run = RunConfig.from_dict(raw)
+    train, dev = run.load_split("train"), run.load_split("dev")
+    cleaned = run.train_pairs_of(run.data.train[0], run.data_dir())
+    assert len(dev) >= 50 and len(set(dev)) == len(dev) and not set(train) & set(dev)
+    assert Counter(train) + Counter(dev * repeat) == Counter(cleaned * repeat)
+    assert not {p.src for p in train} & {p.src for p in dev}         # no source sentence in both
+
+
+def test_empty_splits_are_refused_naming_their_files(tmp_path):
+    from mtkit.train.config import RunConfig
+    from conftest import tiny_run_dict
+
+    for name in ("e.de", "e.en"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "blank.de").write_text("  \nx\n")
+    (tmp_path / "blank.en").write_text("y\n\t\n")
+    raw = tiny_run_dict(tmp_path)
+    raw["data"]["dev"][0] |= {"src_file": str(tmp_path / "blank.de"), "tgt_file": str(tmp_path / "blank.en")}
+    with pytest.raises(DataError, match=rf"^no dev pairs in {tmp_path}/blank.de, {tmp_path}/blank.en "
+                                        rf"\(cleaning kept 0 pairs; dropped: 2 empty\)$"):
+        RunConfig.from_dict(raw).load_split("dev")
+    raw = tiny_run_dict(tmp_path)
+    raw["data"]["train"][0] |= {"src_file": str(tmp_path / "e.de"), "tgt_file": str(tmp_path / "e.en")}
+    with pytest.raises(DataError, match=rf"^no training pairs in {tmp_path}/e.de, {tmp_path}/e.en "
+                                        rf"\(cleaning kept 0 pairs; dropped: none\)$"):
+        RunConfig.from_dict(raw).load_split("train")
+    # A holdout that takes every pair, or none, leaves one split empty.
+    raw = tiny_run_dict(tmp_path)
+    del raw["data"]["dev"]
+    raw["data"]["holdout"] = 10**6
+    with pytest.raises(DataError, match=r"no training pairs in .*train.de, .*train.en \(all 1600 cleaned pairs are "
+                                        r"the dev holdout; add a \[\[data.dev\]\] corpus or lower \[data\] holdout\)"):
+        RunConfig.from_dict(raw).load_split("train")
+    raw["data"]["holdout"] = 0
+    with pytest.raises(DataError, match=r"no dev pairs: \[data\] holdout is 0 and there is no \[\[data.dev\]\] corpus"):
+        RunConfig.from_dict(raw).load_split("dev")
+
+
 def test_repeat_upsamples_a_corpus_after_deduplication(tmp_path):
     from mtkit.train.config import RunConfig
     from conftest import tiny_run_dict

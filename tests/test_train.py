@@ -219,6 +219,71 @@ def test_cli_refuses_to_overwrite_a_run_and_reports_bad_config(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_a_start_refused_for_its_data_or_output_dir_is_one_line_and_leaves_nothing(tmp_path, capsys, fixture_checkpoint):
+    """Empty dev or training data (also with --init-from, which needs no tokenizer training) and a missing
+    corpus are refused before the tokenizer or model is built, and the output_dir the start made is gone."""
+    import tomli_w
+
+    from mtkit.train.cli import main
+
+    ckpt = load_checkpoint(fixture_checkpoint)
+    for name in ("empty.de", "empty.en"):
+        (tmp_path / name).write_text("")
+    empty = {"src_file": str(tmp_path / "empty.de"), "tgt_file": str(tmp_path / "empty.en")}
+    out = tmp_path / "new" / "run"
+
+    def refused(split: str, corpus: dict, *args) -> str:
+        raw = tiny_run_dict(out, epochs=ckpt.progress.epoch + 1) | {"model": dict(ckpt.run_config["model"])}
+        raw["data"][split][0] |= corpus
+        (tmp_path / "run.toml").write_text(tomli_w.dumps(raw))
+        code, _, err = invoke(main, [str(tmp_path / "run.toml"), *args], capsys)
+        assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert not (tmp_path / "new").is_dir()
+        return err.strip()
+
+    files = f"{tmp_path}/empty.de, {tmp_path}/empty.en (cleaning kept 0 pairs; dropped: none)"
+    assert refused("dev", empty) == f"mt-train: error: no dev pairs in {files}"
+    assert refused("train", empty) == f"mt-train: error: no training pairs in {files}"
+    assert refused("train", empty, "--init-from", str(fixture_checkpoint)) == \
+        f"mt-train: error: no training pairs in {files}"
+    assert refused("train", {"src_file": "missing.de"}).endswith("missing.de: no such file; set MT_DATA_DIR, or "
+                                                                 "data_dir in the config's [data] section")
+    # An output_dir that is a file; a warm start whose d_model differs, which mt-grow cannot change.
+    (tmp_path / "new").write_text("mine")
+    assert refused("dev", {}, "--output-dir", str(tmp_path / "new")) == \
+        f"mt-train: error: {tmp_path / 'new'}: is a file, not a directory; choose another output_dir"
+    assert (tmp_path / "new").read_text() == "mine"
+    (tmp_path / "new").unlink()
+    raw = tiny_run_dict(out) | {"model": dict(ckpt.run_config["model"], d_model=128)}
+    with pytest.raises(CheckpointError, match=r"d_model: 64 there, 128 here\)$"):
+        Trainer(RunConfig.from_dict(raw)).prepare(resume=False, init_from=fixture_checkpoint)
+
+
+def test_ctrl_c_stops_tokenizer_training_at_once_and_writes_nothing(tmp_path):
+    """SentencePiece trains in C++ for as long as the data takes (seconds here, ~9 s in this process);
+    a Ctrl-C half a second in stops it within a moment, and leaves no tokenizer file."""
+    import random
+    import threading
+    import time
+
+    from mtkit.train.config import TokenizerConfig
+    from mtkit.train.tokenizer import train_tokenizer
+
+    rng = random.Random(0)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyzäöü", k=rng.randint(3, 10))) for _ in range(30000)]
+    sentences = [" ".join(rng.choices(words, k=12)) for _ in range(20000)]
+    sent = []
+    timer = threading.Timer(0.5, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train_tokenizer(sentences, ["de", "en"], TokenizerConfig(vocab_size=8000), tmp_path / "tokenizer.model")
+        assert sent and time.monotonic() - sent[0] < 2
+    finally:
+        timer.cancel()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_dev_bleu_decoding_is_capped_by_the_models_positions(fixture_checkpoint, monkeypatch):
     """The dev BLEU's search (the checkpoint translator, train/reference.py) gets the model's positions (64)
     as its cap, as the runtime's does; a larger max_length is cut to it (DecodeOptions' own default is

@@ -261,7 +261,8 @@ class RunConfig:
         return found
 
     def load_split(self, split: str, report: CleaningReport | None = None) -> list[Pair]:
-        """The cleaned pairs of one split; dev falls back to a holdout of train."""
+        """The cleaned pairs of one split; dev falls back to a holdout of train. A train or dev split
+        without a pair is a DataError naming its files: a run could neither train nor score on it."""
         data_dir, config_dir = self.data_dir(), self.config_dir()
         corpora = getattr(self.data, split)
         # Every file is looked for before any is read (train's with dev's, which a run reads next), so a
@@ -273,13 +274,20 @@ class RunConfig:
             if not path.is_relative_to(data_dir):    # a generated corpus: its config says what makes it
                 raise DataError(f"{path}: no such file")
             raise DataError(f"{path}: no such file; set {DATA_DIR_ENV}, or data_dir in the config's [data] section")
-        if split == "dev" and not corpora:
-            _, holdout = split_holdout(self._load_train(data_dir, config_dir, report), self.data.holdout)
-            return holdout
-        pairs = [p for c in corpora for p in c.load(data_dir, config_dir)]
         if split == "train":
-            return self._load_train(data_dir, config_dir, report)
-        return clean(pairs, max_ratio=float("inf"), max_chars=10**9)  # evaluation data: only drop empties
+            return self._train_and_holdout(data_dir, config_dir, report)[0]
+        if split == "dev" and not corpora:
+            holdout = self._train_and_holdout(data_dir, config_dir, report)[1]
+            if not holdout:
+                raise DataError(f"{self.path or 'the run config'}: no dev pairs: [data] holdout is 0 and there "
+                                f"is no [[data.dev]] corpus")
+            return holdout
+        report = report if report is not None else CleaningReport()
+        pairs = clean([p for c in corpora for p in c.load(data_dir, config_dir)], max_ratio=float("inf"),
+                      max_chars=10**9, report=report)           # evaluation data: only drop empties (and duplicates)
+        if split == "dev" and not pairs:
+            raise DataError(f"no dev pairs in {self._files(corpora)} (cleaning {report.summary()})")
+        return pairs
 
     def train_pairs_of(self, corpus: Corpus, data_dir: Path, config_dir: Path = Path("."),
                        report: CleaningReport | None = None) -> list[Pair]:
@@ -288,11 +296,26 @@ class RunConfig:
         return subsample(clean(corpus.load(data_dir, config_dir), self.data.max_ratio, self.data.max_chars,
                                report=report), corpus.max_pairs)
 
-    def _load_train(self, data_dir: Path, config_dir: Path, report: CleaningReport | None) -> list[Pair]:
-        pairs = [p for c in self.data.train for p in self.train_pairs_of(c, data_dir, config_dir, report) * c.repeat]
+    def _train_and_holdout(self, data_dir: Path, config_dir: Path,
+                           report: CleaningReport | None) -> tuple[list[Pair], list[Pair]]:
+        """The training pairs, and the dev pairs held out of them when no dev corpus is given (else
+        none). Split here alone, once, before `repeat`: the holdout is exactly what training lacks."""
+        report = report if report is not None else CleaningReport()
+        corpora = [(c, self.train_pairs_of(c, data_dir, config_dir, report)) for c in self.data.train]
+        holdout = []
         if not self.data.dev:
-            pairs, _ = split_holdout(pairs, self.data.holdout)
-        return pairs
+            _, holdout = split_holdout([p for _, pairs in corpora for p in pairs], self.data.holdout)
+        held = set(holdout)
+        train = [p for c, pairs in corpora for p in pairs * c.repeat if p not in held]
+        if not train:
+            why = (f"all {len(holdout)} cleaned pairs are the dev holdout; add a [[data.dev]] corpus or lower "
+                   f"[data] holdout" if holdout else f"cleaning {report.summary()}")
+            raise DataError(f"no training pairs in {self._files(self.data.train)} ({why})")
+        return train, holdout
+
+    def _files(self, corpora: list[Corpus]) -> str:
+        """The files of `corpora`, as a message names them."""
+        return ", ".join(str(p) for c in corpora for p in c.files(self.data_dir(), self.config_dir()))
 
 
 def check_languages(run: RunConfig, src) -> None:

@@ -113,8 +113,10 @@ def load_warm_start(path: Path, model_config: ModelConfig) -> Checkpoint:
     ckpt, _ = load_model(path)
     diff = shape_differences(model_config, ckpt.model_config, ignore=("vocab_size",))    # dropout may change
     if diff:
-        grows = all(getattr(model_config, f) >= getattr(ckpt.model_config, f) for f in ("encoder_layers", "decoder_layers",
-                                                                                        "ffn_dim"))
+        # mt-grow adds layers and FFN width, nothing else: it is the way only when that is all that differs.
+        grown = ("encoder_layers", "decoder_layers", "ffn_dim")
+        grows = (not shape_differences(model_config, ckpt.model_config, ignore=("vocab_size", *grown))
+                 and all(getattr(model_config, f) >= getattr(ckpt.model_config, f) for f in grown))
         hint = "; to train it at a bigger depth or FFN width, grow it first (mt-grow)" if grows else ""
         raise CheckpointError(f"{path}: its model differs from this config ({diff}){hint}")
     return ckpt

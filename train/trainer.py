@@ -105,10 +105,19 @@ class Trainer:
         `init_from` starts this run from another checkpoint's weights and tokenizer, with a fresh
         optimizer and the LR schedule continued from that checkpoint's step (a warm start). Holds
         output_dir's lock from here to the end of `train`."""
+        # What hold_lock's mkdir will make: a refused start takes it away again, leaving no empty run.
+        made = [d for d in (self.out, *self.out.parents) if not d.exists()] if self.is_main else []
         try:
             self._prepare(resume, init_from)
         except BaseException:
+            if made and self.lock is not None:
+                (self.out / LOCK_FILE).unlink(missing_ok=True)    # while still held: no other run has it
             self.release_lock()
+            for folder in made:
+                try:
+                    folder.rmdir()              # only if empty: keeps anything the start did write
+                except OSError:
+                    break
             raise
 
     def _prepare(self, resume: bool, init_from: Path | None) -> None:
@@ -118,6 +127,8 @@ class Trainer:
         # Every refusal comes before any file is written (and all but a change in the data, before the
         # data is read): a refused start must leave the run in output_dir as it was.
         last = self.checkpoint_dir / "last.pt"
+        if self.out.exists() and not self.out.is_dir():
+            raise FileExistsError(f"{self.out}: is a file, not a directory; choose another output_dir")
         if (blocker := blocking_file(self.out)) is not None:
             raise FileExistsError(f"{blocker}: not a directory, so output_dir {self.out} cannot be made")
         if why := cannot_write(self.out):       # a config error like any other: found before the data is read
@@ -139,9 +150,11 @@ class Trainer:
         if resumed and 0 < run.optim.patience <= resumed.progress.epochs_without_gain:
             self.finalise_only = not finalised(self.out, resumed.progress)     # stopped early, likewise
         self.hold_lock()
+        # Either split empty is refused here (DataError), before the tokenizer or model is built; dev
+        # first, as its files are usually the smaller.
+        dev_pairs = run.load_split("dev")
         report = CleaningReport()
         train_pairs = run.load_split("train", report)
-        dev_pairs = run.load_split("dev")
         self.log(f"train data: {len(train_pairs)} pairs an epoch, after max_pairs and repeat (cleaning "
                  f"{report.summary()}); dev: {len(dev_pairs)} pairs")
         tok_path = self.out / "tokenizer.model"
