@@ -63,12 +63,15 @@ def _noop(message: str) -> None:
 def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | None = None, fp16: bool = False,
                   opset: int = graphs.DEFAULT_OPSET, parity_data: Path | None = None, force: bool = False,
                   archive: bool = False, target_lang: str | None = None, max_sentences: int = parity.MAX_SENTENCES,
-                  lexicon_data: Path | None = None, progress: Callable[[str], None] = _noop) -> BundleReport:
-    """Export `checkpoint` into a bundle at `out` and return what was written.
+                  lexicon_data: Path | None = None, progress: Callable[[str], None] = _noop,
+                  edit: Callable[[Path, bf.BundleConfig], None] | None = None) -> BundleReport:
+    """Export `checkpoint` into a bundle at `out` and return what was written. `edit`, if given, changes
+    the checked bundle (its staging directory and its config) before the manifest is made and the
+    bundle is moved into place: ship.py's edge bundle.
 
     Raises CheckpointError (unusable checkpoint), ExportError (bad arguments, existing output,
-    invalid graph) or ParityError (the graphs do not reproduce the model); in every case nothing
-    is left at `out`.
+    invalid graph, a write that fails) or ParityError (the graphs do not reproduce the model); in
+    every case nothing is left at `out`.
     """
     checkpoint = Path(checkpoint)
     if quantize not in (None, "int8"):
@@ -85,79 +88,82 @@ def export_bundle(checkpoint: Path, out: Path | None = None, quantize: str | Non
     lexicon, lexicon_note = training_lexicon(ckpt, lexicon_data)
     progress(lexicon_note)
 
-    staging = bundle.make_staging(target)
-    try:
-        with tempfile.TemporaryDirectory(prefix=".mt-export-scratch-", dir=staging.parent) as scratch:
-            scratch = Path(scratch)
-            sp_path = bundle.write_tokenizer(ckpt, staging)  # checked above
-            sp = spm.SentencePieceProcessor(model_file=str(sp_path))
+    with bundle.writing(target):   # a full disk: one line, once the staging directory is gone
+        staging = bundle.make_staging(target)
+        try:
+            with tempfile.TemporaryDirectory(prefix=".mt-export-scratch-", dir=staging.parent) as scratch:
+                scratch = Path(scratch)
+                sp_path = bundle.write_tokenizer(ckpt, staging)  # checked above
+                sp = spm.SentencePieceProcessor(model_file=str(sp_path))
 
-            progress(f"tracing ONNX graphs (opset {opset})")
-            raw = graphs.export_graphs(model, scratch, opset)
-            for path in raw.values():
-                bundle.check_graph(path)
+                progress(f"tracing ONNX graphs (opset {opset})")
+                raw = graphs.export_graphs(model, scratch, opset)
+                for path in raw.values():
+                    bundle.check_graph(path)
 
-            progress("optimizing fp32 graphs for ONNX Runtime")
-            entries = {}
-            fp32_opts = {}
-            for graph, path in raw.items():
-                dest = staging / bf.graph_file(graph, "fp32")
-                fp32_opts[graph] = optimize.optimize_graph(path, dest, cfg.n_heads, cfg.d_model, cfg.activation)
-                fp32_opts[graph] += optimize.rewrite_for_runtime(dest, cfg.head_dim)
-            entries["fp32"] = _entry("fp32", "float32", fp32_opts)
+                progress("optimizing fp32 graphs for ONNX Runtime")
+                entries = {}
+                fp32_opts = {}
+                for graph, path in raw.items():
+                    dest = staging / bf.graph_file(graph, "fp32")
+                    fp32_opts[graph] = optimize.optimize_graph(path, dest, cfg.n_heads, cfg.d_model, cfg.activation)
+                    fp32_opts[graph] += optimize.rewrite_for_runtime(dest, cfg.head_dim)
+                entries["fp32"] = _entry("fp32", "float32", fp32_opts)
 
-            if quantize == "int8":
-                progress("quantizing int8 variant")
-                sources = {graph: staging / bf.graph_file(graph, "fp32") for graph in ("encoder", "decoder")}
-                targets = {graph: staging / bf.graph_file(graph, "int8") for graph in ("encoder", "decoder")}
-                records = int8.quantize_rowwise(sources, targets, cfg.vocab_size)
-                opts = {graph: fp32_opts[graph] + records[graph] for graph in sources}
-                entries["int8"] = _entry("int8", "int8 weights and per-row int8 activations (batch-invariant)", opts,
-                                         data=[int8.SHARED_FILE])
-            if fp16:
-                progress("converting fp16 variant")
-                opts = {}
-                for graph in ("encoder", "decoder"):
-                    src, dest = staging / bf.graph_file(graph, "fp32"), staging / bf.graph_file(graph, "fp16")
-                    opts[graph] = fp32_opts[graph] + variants.convert_fp16(src, dest)
-                entries["fp16"] = _entry("fp16", "float16", opts)
-
-            for variant in ("fp32", "fp16"):  # after int8, which needs the output weight as an initializer
-                if variant in entries:
+                if quantize == "int8":
+                    progress("quantizing int8 variant")
+                    sources = {graph: staging / bf.graph_file(graph, "fp32") for graph in ("encoder", "decoder")}
+                    targets = {graph: staging / bf.graph_file(graph, "int8") for graph in ("encoder", "decoder")}
+                    records = int8.quantize_rowwise(sources, targets, cfg.vocab_size)
+                    opts = {graph: fp32_opts[graph] + records[graph] for graph in sources}
+                    entries["int8"] = _entry("int8", "int8 weights and per-row int8 activations (batch-invariant)", opts,
+                                             data=[int8.SHARED_FILE])
+                if fp16:
+                    progress("converting fp16 variant")
+                    opts = {}
                     for graph in ("encoder", "decoder"):
-                        entries[variant]["optimizations"][graph] = entries[variant]["optimizations"][graph] + \
-                            optimize.share_tied_embedding(staging / bf.graph_file(graph, variant))
+                        src, dest = staging / bf.graph_file(graph, "fp32"), staging / bf.graph_file(graph, "fp16")
+                        opts[graph] = fp32_opts[graph] + variants.convert_fp16(src, dest)
+                    entries["fp16"] = _entry("fp16", "float16", opts)
 
-            for variant in entries:       # last: int8 and fp16 are made from the head-less fp32 graph
-                path = staging / bf.graph_file("decoder", variant)
-                entries[variant]["optimizations"]["decoder"] = entries[variant]["optimizations"]["decoder"] + \
-                    add_search_head(path, cfg.vocab_size)
+                for variant in ("fp32", "fp16"):  # after int8, which needs the output weight as an initializer
+                    if variant in entries:
+                        for graph in ("encoder", "decoder"):
+                            entries[variant]["optimizations"][graph] = entries[variant]["optimizations"][graph] + \
+                                optimize.share_tied_embedding(staging / bf.graph_file(graph, variant))
 
-            progress("checking every graph (onnx.checker, ONNX Runtime load)")
-            for variant in entries:
-                for graph in ("encoder", "decoder"):
-                    bundle.check_graph(staging / bf.graph_file(graph, variant))
-                    entries[variant]["size_bytes"][graph] = (staging / bf.graph_file(graph, variant)).stat().st_size
-                for name in entries[variant].get("data", []):
-                    entries[variant]["size_bytes"][name] = (staging / name).stat().st_size
+                for variant in entries:       # last: int8 and fp16 are made from the head-less fp32 graph
+                    path = staging / bf.graph_file("decoder", variant)
+                    entries[variant]["optimizations"]["decoder"] = entries[variant]["optimizations"]["decoder"] + \
+                        add_search_head(path, cfg.vocab_size)
 
-            config = bundle.build_config(ckpt, checkpoint, entries, {}, opset)
-            if lexicon is not None:
-                lexicon.save(staging / bf.LEXICON_FILE)
-                config.lexicon = bf.LEXICON_FILE
-            report = _run_parity(model, sp, ckpt, data, staging, config, progress)
-            config.parity = {"file": bf.PARITY_FILE, "passed": report["passed"],
-                             **{v: _summary(r) for v, r in report["variants"].items()}}
-            (staging / bf.PARITY_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-            config.files = checksums.manifest(staging)   # last: every other file is written
-            config.save(staging)
-            bf.BundleConfig.load(staging)  # what we wrote must read back
-        files = {p.name: p.stat().st_size for p in sorted(staging.iterdir())}
-        progress("moving the bundle into place")
-        path = bundle.finish(staging, target, archive, force)
-    except BaseException:
-        bundle.discard(staging)
-        raise
+                progress("checking every graph (onnx.checker, ONNX Runtime load)")
+                for variant in entries:
+                    for graph in ("encoder", "decoder"):
+                        bundle.check_graph(staging / bf.graph_file(graph, variant))
+                        entries[variant]["size_bytes"][graph] = (staging / bf.graph_file(graph, variant)).stat().st_size
+                    for name in entries[variant].get("data", []):
+                        entries[variant]["size_bytes"][name] = (staging / name).stat().st_size
+
+                config = bundle.build_config(ckpt, checkpoint, entries, {}, opset)
+                if lexicon is not None:
+                    lexicon.save(staging / bf.LEXICON_FILE)
+                    config.lexicon = bf.LEXICON_FILE
+                report = _run_parity(model, sp, ckpt, data, staging, config, progress)
+                config.parity = {"file": bf.PARITY_FILE, "passed": report["passed"],
+                                 **{v: _summary(r) for v, r in report["variants"].items()}}
+                (staging / bf.PARITY_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+                if edit is not None:
+                    edit(staging, config)
+                config.files = checksums.manifest(staging)   # last: every other file is written
+                config.save(staging)
+                bf.BundleConfig.load(staging)  # what we wrote must read back
+            files = {p.name: p.stat().st_size for p in sorted(staging.iterdir())}
+            progress("moving the bundle into place")
+            path = bundle.finish(staging, target, archive, force)
+        except BaseException:
+            bundle.discard(staging)
+            raise
     return BundleReport(path, config, report, files)
 
 

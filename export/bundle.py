@@ -6,6 +6,7 @@ once every check has passed, so a failed export never leaves anything that looks
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -21,7 +22,7 @@ import torch
 
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime.checksums import file_sha256
-from mtkit.runtime.text_io import cannot_write
+from mtkit.runtime.text_io import cannot_write, write_failed
 from mtkit.runtime.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mtkit.train.checkpoint import Checkpoint
 
@@ -143,6 +144,8 @@ def is_bundle(path: Path) -> bool:
 
 def is_bundle_archive(path: Path) -> bool:
     """A .tar.gz written by mt-export --archive: a file whose NAME/config.json reads as a bundle config."""
+    if not path.is_file():              # a FIFO would block the read, a device is never replaced
+        return False
     try:
         with tarfile.open(path, "r:gz") as tar:
             for member in tar:
@@ -151,6 +154,17 @@ def is_bundle_archive(path: Path) -> bool:
     except (OSError, EOFError, ValueError, tarfile.TarError):
         pass
     return False
+
+
+@contextlib.contextmanager
+def writing(target: Path):
+    """An OSError inside (a full disk, a file-size limit, while the bundle is written or moved into
+    place) as the ExportError "TARGET: cannot write (No space left on device)"; the caller has removed
+    what it wrote."""
+    try:
+        yield
+    except OSError as e:
+        raise ExportError(str(write_failed(target, e))) from None
 
 
 def make_staging(target: Path) -> Path:

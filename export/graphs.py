@@ -119,6 +119,8 @@ def export_graphs(model: Transformer, out_dir: Path, opset: int = DEFAULT_OPSET)
                     input_names=names[graph]["inputs"], output_names=names[graph]["outputs"],
                     dynamic_axes=axes, opset_version=opset, do_constant_folding=True, dynamo=False,
                 )
+            except OSError:         # a full disk: worded as every write of the export (bundle.writing)
+                raise
             except Exception as e:  # the exporter's errors (unsupported opset, op) are not the user's bug to trace
                 raise ExportError(f"torch.onnx.export of the {graph} at opset {opset} failed "
                                   f"({type(e).__name__}: {str(e).strip().splitlines()[0][:300]})") from None

@@ -8,16 +8,15 @@ graphs themselves are dropped to keep `models/` small; parity.json keeps their p
 
 from __future__ import annotations
 
-import shutil
+import os
 import tempfile
 from pathlib import Path
 
 from mtkit.runtime import bundle_format as bf
-from mtkit.runtime import checksums
 from mtkit.train.checkpoint import load_checkpoint
 
 from .api import BundleReport, export_bundle
-from .bundle import check_target
+from .bundle import check_target, writing
 
 SHIPPED_CHECKPOINT = "checkpoint.fp16.pt"
 
@@ -33,27 +32,28 @@ def half_precision_checkpoint(source: Path, dest: Path) -> None:
 
 
 def ship_bundle(checkpoint: Path, out: Path, force: bool = False, **export_options) -> BundleReport:
+    """Export the edge bundle to `out`. Its changes to the exported bundle are made in the staging
+    directory, so the one rename that puts it in place is atomic, as a plain export's is."""
     out = Path(out)
     check_target(out, archive=False, force=force)  # before the scratch directory next to it
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".mt-ship-", dir=out.parent) as scratch:
-        half = Path(scratch) / SHIPPED_CHECKPOINT
-        half_precision_checkpoint(Path(checkpoint), half)
-        report = export_bundle(half, out, quantize="int8", force=force, **export_options)
-        shutil.copy2(half, out / SHIPPED_CHECKPOINT)
-    config = bf.BundleConfig.load(out)
-    fp32 = config.variants.pop("fp32")
-    for graph in ("encoder", "decoder"):
-        (out / fp32[graph]).unlink()
-    config.provenance["checkpoint"] = SHIPPED_CHECKPOINT   # exported from the bundle's own copy (same sha256)
-    config.extra["shipped"] = {
-        "checkpoint": SHIPPED_CHECKPOINT,
-        "dropped_variants": ["fp32"],
-        "rebuild": f"mt-export {out.name}/{SHIPPED_CHECKPOINT} --quantize int8 --fp16 -o {out.name}-full",
-    }
-    config.files = checksums.manifest(out)   # the checkpoint added, the fp32 graphs gone
-    config.save(out)
-    report.files = {p.name: p.stat().st_size for p in sorted(out.iterdir())}
-    report.config = config
-    return report
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".mt-ship-", dir=out.parent) as scratch:
+            half = Path(scratch) / SHIPPED_CHECKPOINT
+            half_precision_checkpoint(Path(checkpoint), half)
 
+            def edge_bundle(staging: Path, config: bf.BundleConfig) -> None:
+                """The fp32 graphs out (parity has run on them), the checkpoint in: moved, not copied (the
+                export has read it), which a nearly full disk can take."""
+                fp32 = config.variants.pop("fp32")
+                for graph in ("encoder", "decoder"):
+                    (staging / fp32[graph]).unlink()
+                os.replace(half, staging / SHIPPED_CHECKPOINT)
+                config.provenance["checkpoint"] = SHIPPED_CHECKPOINT   # exported from the bundle's own copy (same sha256)
+                config.extra["shipped"] = {
+                    "checkpoint": SHIPPED_CHECKPOINT,
+                    "dropped_variants": ["fp32"],
+                    "rebuild": f"mt-export {out.name}/{SHIPPED_CHECKPOINT} --quantize int8 --fp16 -o {out.name}-full",
+                }
+
+            return export_bundle(half, out, quantize="int8", force=force, edit=edge_bundle, **export_options)

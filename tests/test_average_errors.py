@@ -3,6 +3,9 @@ read) and weights whose sum overflows; each is one line, exit status 1, and noth
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,33 @@ def test_a_huge_weight_with_a_finite_sum_averages_to_finite_weights(fixture_chec
         if value.is_floating_point():
             assert torch.isfinite(mix.model[name]).all()
             torch.testing.assert_close(mix.model[name], value.float())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_full_disk_is_one_line_and_keeps_the_file_it_would_replace(fixture_checkpoint, tmp_path):
+    """The disk fills as a file size limit makes it (a write past it fails with EFBIG), in the command's
+    process only: torch's error for the short write becomes one line, the temporary file is removed and
+    the OUT that --force would replace is still whole."""
+    import resource
+
+    out = tmp_path / "mix.pt"
+    out.write_bytes(b"the earlier average")
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (500_000, 500_000))    # the checkpoint is 1.5 MB
+
+    done = subprocess.run([str(Path(sys.executable).with_name("mt-average")), "--force", str(out),
+                           str(fixture_checkpoint), str(fixture_checkpoint)],
+                          capture_output=True, text=True, timeout=120, preexec_fn=small_disk)
+    assert (done.returncode, done.stderr) == (1, f"mt-average: error: {out}: cannot write (File too large)\n")
+    assert out.read_bytes() == b"the earlier average" and [p.name for p in tmp_path.iterdir()] == ["mix.pt"]
+
+
+def test_force_never_replaces_what_is_not_a_regular_file(fixture_checkpoint, tmp_path, capsys):
+    """A FIFO here, as a device such as /dev/null would be (as root, OUT=/dev/null replaced the system's)."""
+    fifo = tmp_path / "pipe.pt"
+    os.mkfifo(fifo)
+    code, _, err = invoke(average_main, ["--force", str(fifo), str(fixture_checkpoint), str(fixture_checkpoint)], capsys)
+    assert (code, err) == (1, f"mt-average: error: {fifo}: is not a regular file; a checkpoint replaces only a file, "
+                              "so choose another output\n")
+    assert fifo.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["pipe.pt"]

@@ -3,10 +3,15 @@ mt-average's own checks: one line naming the file, never a traceback or torch's 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
-from conftest import invoke
+from conftest import invoke, tiny_run_dict
 from mtkit.train.average import main as average_main
 from mtkit.train.checkpoint import CheckpointError, load_checkpoint
 
@@ -98,3 +103,40 @@ def test_average_errors_name_the_file(fixture_checkpoint, tmp_path, capsys):
     for args, message in cases:
         code, _, err = invoke(average_main, [str(a) for a in args], capsys)
         assert code == 1 and message in err and len(err.splitlines()) == 1, err
+
+
+# ----- writing ------------------------------------------------------------------------------------
+
+def test_save_never_replaces_what_is_not_a_regular_file(fixture_checkpoint, tmp_path):
+    """A FIFO here, as a device such as /dev/null would be; and a directory."""
+    ckpt = load_checkpoint(fixture_checkpoint)
+    os.mkfifo(tmp_path / "pipe.pt")
+    (tmp_path / "dir.pt").mkdir()
+    with pytest.raises(CheckpointError, match=f"{tmp_path / 'pipe.pt'}: is not a regular file; a checkpoint replaces"):
+        ckpt.save(tmp_path / "pipe.pt")
+    with pytest.raises(CheckpointError, match=f"{tmp_path / 'dir.pt'}: is a directory; a checkpoint replaces"):
+        ckpt.save(tmp_path / "dir.pt")
+    assert (tmp_path / "pipe.pt").is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["dir.pt", "pipe.pt"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_full_disk_while_training_is_one_line_and_leaves_no_temporary_file(tmp_path):
+    """The disk fills as a file size limit makes it (a write past it fails with EFBIG), in mt-train's
+    process only: last.pt (2 MB with the optimizer's state) cannot be written. torch's error for the
+    short write becomes the command's one line, and no temporary file is left."""
+    import resource
+
+    import tomli_w
+
+    out = tmp_path / "run"
+    (tmp_path / "tiny.toml").write_text(tomli_w.dumps(tiny_run_dict(out)))
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
+
+    done = subprocess.run([str(Path(sys.executable).with_name("mt-train")), str(tmp_path / "tiny.toml"),
+                           "--max-steps", "2"], capture_output=True, text=True, timeout=300, preexec_fn=small_disk,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == f"mt-train: error: {out / 'checkpoints' / 'last.pt'}: cannot write (File too large)"
+    assert list((out / "checkpoints").iterdir()) == []

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -539,3 +542,82 @@ def test_cli_refuses_an_output_it_cannot_write_before_loading(fixture_checkpoint
     line = result.output.strip()          # the progress display leaves an empty line
     assert line.startswith(f"mt-export: error: {out}: cannot write in {folder} (") and "\n" not in line
     assert not Path(out).exists()
+
+
+# ----- full disks, odd targets, the edge bundle ------------------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+@pytest.mark.parametrize("limit, archive", [(200_000, False), (1_000_000, True)])
+def test_cli_a_full_disk_is_one_line_and_leaves_nothing(fixture_checkpoint, tmp_path, limit, archive):
+    """The disk fills as a file size limit makes it (a write past it fails with EFBIG), in mt-export's
+    process only: at 200 KB the tokenizer cannot be written into the staging directory; at 1 MB the
+    graphs can, the .tar.gz of the bundle cannot."""
+    import resource
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    target = tmp_path / ("b.tar.gz" if archive else "b")
+    done = subprocess.run([str(Path(sys.executable).with_name("mt-export")), str(fixture_checkpoint), "-o", str(target),
+                           "--max-sentences", "2", *(["--archive"] if archive else [])],
+                          capture_output=True, text=True, timeout=300, preexec_fn=small_disk,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == f"mt-export: error: {target}: cannot write (File too large)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_an_archive_target_that_is_no_file_is_refused_at_once(fixture_checkpoint, tmp_path):
+    """A FIFO (or a device) is never read as an archive, which would block, nor replaced."""
+    fifo = tmp_path / "b.tar.gz"
+    os.mkfifo(fifo)
+    done = subprocess.run([str(Path(sys.executable).with_name("mt-export")), str(fixture_checkpoint), "-o", str(fifo),
+                           "--archive", "--force"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (f"mt-export: error: {fifo}: exists and is not an mtkit bundle archive; "
+                                            "--force replaces only a bundle, so choose another output or remove it "
+                                            "yourself")
+    assert fifo.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["b.tar.gz"]
+
+
+def test_cli_opset_below_18_is_a_usage_error_and_help_lists_every_exit_status():
+    """ReduceMax takes its axes as an input only from opset 18 (the search head, the int8 graphs):
+    --opset 17 used to be taken, and failed after tracing."""
+    result = invoke("never-read.pt", "--opset", "17")
+    assert result.exit_code == 2 and "17 is not in the range 18<=x<=23" in result.output, result.output
+    result = invoke("--help")
+    assert result.exit_code == 0 and "18+: the int8 graphs and the search head" in " ".join(result.output.split())
+    assert "130 interrupted, 143 terminated." in " ".join(result.output.split())
+
+
+def test_ship_is_made_in_staging_then_moved_into_place_at_once(fixture_checkpoint, fixture_bundle, tmp_path):
+    """The edge bundle's own steps (checkpoint in, fp32 graphs out, config.json rewritten) happen before
+    the one rename: interrupted at that rename, a --force ship leaves the earlier bundle as it was."""
+    from mtkit.export.ship import SHIPPED_CHECKPOINT, ship_bundle
+    from mtkit.runtime.checksums import verify
+
+    out = tmp_path / "ship"
+    shutil.copytree(fixture_bundle, out)            # an earlier bundle, which --force replaces
+    earlier = {p.name: p.read_bytes() for p in out.iterdir()}
+    staged = {}
+
+    def interrupt_the_move(message):
+        if message == "moving the bundle into place":
+            [staging] = [p for p in tmp_path.iterdir() if p.name.startswith(".ship.partial-")]
+            staged.update({p.name: p.read_bytes() for p in staging.iterdir()})
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ship_bundle(fixture_checkpoint, out, force=True, progress=interrupt_the_move, **FAST)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == earlier and leftovers(tmp_path) == []
+    assert SHIPPED_CHECKPOINT in staged and not {"encoder.onnx", "decoder.onnx"} & staged.keys()
+    assert json.loads(staged[bf.CONFIG_FILE])["variants"].keys() == {"int8"}
+
+    report = ship_bundle(fixture_checkpoint, out, force=True, **FAST)
+    assert report.path == out and report.files.keys() == staged.keys() and leftovers(tmp_path) == []
+    config = BundleConfig.load(out)
+    assert config.variants.keys() == {"int8"} and config.provenance["checkpoint"] == SHIPPED_CHECKPOINT
+    assert config.provenance["checkpoint_sha256"] == file_sha256(out / SHIPPED_CHECKPOINT)
+    checked = verify(out, config)
+    assert checked.ok and SHIPPED_CHECKPOINT in checked.checked and checked.unrecorded == []
+    assert load_checkpoint(out / SHIPPED_CHECKPOINT).shipped_from == str(fixture_checkpoint)

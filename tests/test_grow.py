@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -73,3 +78,28 @@ def test_init_from_a_smaller_model_points_to_growing(tmp_path, fixture_checkpoin
     raw["model"] = dict(ckpt.run_config["model"]) | {"ffn_dim": 512}
     with pytest.raises(CheckpointError, match=r"ffn_dim: 256 there, 512 here.*grow it first"):
         Trainer(RunConfig.from_dict(raw)).prepare(resume=False, init_from=fixture_checkpoint)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, fixture_checkpoint):
+    """The disk fills as a file size limit makes it (EFBIG past it), in mt-grow's process only."""
+    import resource
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (500_000, 500_000))    # the grown checkpoint is bigger
+
+    out = tmp_path / "grown.pt"
+    done = subprocess.run([str(Path(sys.executable).with_name("mt-grow")), str(fixture_checkpoint), str(out),
+                           "--ffn-dim", "512"], capture_output=True, text=True, timeout=120, preexec_fn=small_disk)
+    assert (done.returncode, done.stderr) == (1, f"mt-grow: error: {out}: cannot write (File too large)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_force_never_replaces_what_is_not_a_regular_file(tmp_path, capsys, fixture_checkpoint):
+    """A FIFO here, as a device such as /dev/null would be."""
+    fifo = tmp_path / "pipe.pt"
+    os.mkfifo(fifo)
+    code, _, err = invoke(main, ["--force", str(fixture_checkpoint), str(fifo), "--ffn-dim", "512"], capsys)
+    assert (code, err) == (1, f"mt-grow: error: {fifo}: is not a regular file; a checkpoint replaces only a file, "
+                              "so choose another output\n")
+    assert fifo.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["pipe.pt"]

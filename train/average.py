@@ -60,8 +60,10 @@ def main(out, checkpoints, force):
     are normalised), e.g. `shipped.pt:0.5 finetuned.pt:0.5`."""
     from mtkit.runtime.text_io import cannot_write
 
-    from .checkpoint import CheckpointError
+    from .checkpoint import CheckpointError, not_replaceable
 
+    if why := not_replaceable(Path(out)):       # a device or a directory: not even with --force
+        raise CommandError(why)
     if Path(out).exists() and not force:
         raise CommandError(f"{out} exists (use --force to replace it)")
     if why := cannot_write(Path(out)):          # before reading the checkpoints

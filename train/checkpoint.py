@@ -9,7 +9,6 @@ unpickling of code), written atomically. `VERSION` names that layout; another ve
 
 from __future__ import annotations
 
-import os
 import pickle
 import zipfile
 import zlib
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
+
+from mtkit.runtime.text_io import InputError, atomic_output, write_failed
 
 from .model import ModelConfig, Transformer
 from .state import TrainingProgress
@@ -109,17 +110,46 @@ class Checkpoint:
             raise CheckpointError(f"{path}: unreadable config ({type(e).__name__}: {e})") from None
 
     def save(self, path: Path) -> None:
-        """Write to a temporary file in the same directory, then rename: a crash never leaves a half file."""
+        """Write to a temporary file in the same directory, then rename (text_io.atomic_output): a crash
+        or a full disk never leaves a half file, nor replaces the one there. CheckpointError, one line
+        naming `path`, when it cannot be written; anything there but a regular file is refused."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(self.to_dict(), tmp)
-        os.replace(tmp, path)
+        if why := not_replaceable(path):
+            raise CheckpointError(why)
+        raw = self.to_dict()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_output(path, binary=True) as f:
+                torch.save(raw, f)
+        except Exception as e:      # any error while writing: the write failed (atomic_output removed the rest)
+            raise CheckpointError(save_failed(path, e)) from None
 
     def bundle_config(self, **more):
         """The runtime's `BundleConfig` for this model: `bundle_config` with this checkpoint's tags
         and directions; `more` sets the rest (variants, tensors, provenance, ...)."""
         return bundle_config(self.model_config, self.language_tags, self.directions, **more)
+
+
+def not_replaceable(path: Path) -> str | None:
+    """Why a checkpoint may not be written at `path`: something there that is not a regular file (a
+    device such as /dev/null, a FIFO, a directory) is never replaced, --force or not."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        what = "a directory" if path.is_dir() else "not a regular file"
+        return f"{path}: is {what}; a checkpoint replaces only a file, so choose another output"
+    return None
+
+
+def save_failed(path: Path, error: Exception) -> str:
+    """The line for a checkpoint that could not be written, as text_io words it ("PATH: cannot write
+    (File too large)"). torch reports a failed write of its own as a RuntimeError ("unexpected pos
+    ..."), with the write's error (atomic_output's InputError) as its context."""
+    for e in (error, error.__context__):
+        if isinstance(e, InputError):
+            return str(e)
+        if isinstance(e, OSError):
+            return str(write_failed(path, e))
+    return f"{path}: cannot write ({type(error).__name__}: {first_sentence(error)})"
 
 
 def model_shape(config: ModelConfig) -> dict:

@@ -106,8 +106,10 @@ def main(source, out, encoder_layers, decoder_layers, ffn_dim, force):
     """Write OUT, SOURCE grown to a bigger shape that computes the same translations, e.g.
     `--encoder-layers 10 --ffn-dim 2048`; then train it with `mt-train CONFIG --init-from OUT
     --set model.encoder_layers=10 --set model.ffn_dim=2048`."""
-    from .checkpoint import CheckpointError
+    from .checkpoint import CheckpointError, not_replaceable
 
+    if why := not_replaceable(Path(out)):       # a device or a directory: not even with --force
+        raise CommandError(why)
     if Path(out).exists() and not force:
         raise CommandError(f"{out} exists (use --force to replace it)")
     if (blocker := blocking_file(out)) is not None:
