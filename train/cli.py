@@ -53,6 +53,8 @@ def main(config, resume, init_from, output_dir, max_steps, epochs, overrides):
     from rich.console import Console
     from rich.markup import escape
 
+    from mtkit.runtime.text_io import InputError
+
     from .checkpoint import CheckpointError
     from .config import RunConfig
     from .data import DataError
@@ -72,7 +74,7 @@ def main(config, resume, init_from, output_dir, max_steps, epochs, overrides):
         trainer.resume_command = resume_command(config, output_dir, overrides, epochs, max_steps)
         trainer.prepare(resume, init_from)
         summary = trainer.train()
-    except (DataError, CheckpointError, DeviceError, FileExistsError, NothingToTrain, RunLocked) as e:
+    except (DataError, CheckpointError, DeviceError, FileExistsError, InputError, NothingToTrain, RunLocked) as e:
         raise CommandError(str(e)) from None
     except TrainingDiverged as e:
         console.print(f"[red]training diverged:[/] {escape(str(e))}", soft_wrap=True)

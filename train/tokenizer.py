@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from mtkit.runtime.text_io import atomic_output
 from mtkit.runtime.vocab import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, UNK_ID, UNK_PIECE, language_tag
 
 from .config import TokenizerConfig
@@ -69,9 +69,8 @@ def train_tokenizer(sentences: list[str], languages: list[str], cfg: TokenizerCo
     sp = tokenizer_from_bytes(child.stdout, model_path)
     pieces = "".join(f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size()))
     for path, content in ((model_path.with_suffix(".vocab"), pieces.encode("utf-8")), (model_path, child.stdout)):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(content)
-        os.replace(tmp, path)
+        with atomic_output(path, binary=True) as f:
+            f.write(content)
     return sp
 
 

@@ -18,7 +18,7 @@ import torch.distributed as dist
 from rich.console import Console
 
 from mtkit.runtime.resumable import locked
-from mtkit.runtime.text_io import blocking_file, cannot_write
+from mtkit.runtime.text_io import atomic_output, blocking_file, cannot_write
 
 from .checkpoint import Checkpoint, CheckpointError, Direction, ResumeState, load_checkpoint
 from .config import RunConfig
@@ -224,9 +224,8 @@ class Trainer:
         if path.exists():
             self.log(f"{path} differs from the checkpoint's tokenizer; writing the checkpoint's back")
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(model)
-        os.replace(tmp, path)
+        with atomic_output(path, binary=True) as f:
+            f.write(model)
 
     def hold_lock(self) -> None:
         """Take output_dir's lock for this run (rank 0, which writes the files), or RunLocked: a second
