@@ -274,6 +274,8 @@ def test_ctrl_c_stops_tokenizer_training_at_once_and_writes_nothing(tmp_path):
     sentences = [" ".join(rng.choices(words, k=12)) for _ in range(20000)]
     sent = []
     timer = threading.Timer(0.5, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT)))
+    # Ctrl-C as a terminal gives it, whatever this process inherited (a shell's background job ignores it).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -281,6 +283,7 @@ def test_ctrl_c_stops_tokenizer_training_at_once_and_writes_nothing(tmp_path):
         assert sent and time.monotonic() - sent[0] < 2
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert list(tmp_path.iterdir()) == []
 
 
