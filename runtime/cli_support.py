@@ -11,6 +11,7 @@ A closed pipe (`| head`) ends quietly with 0. Only click is imported here: `--he
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -30,6 +31,8 @@ EXTRAS = {
 }
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+# What a write into a full or failing stdout raises: said as "stdout: ..." when no file is named.
+WRITE_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
 
 
 class CommandError(click.ClickException):
@@ -88,6 +91,7 @@ class Command(click.Command):
         try:
             with sigterm_raises():
                 code = super().main(args, prog_name or prog, standalone_mode=False, **extra)
+                sys.stdout.flush()      # a full stdout fails here, as one line below, not at exit (status 120)
         except click.UsageError as e:
             e.show()
             code = e.exit_code
@@ -106,6 +110,17 @@ class Command(click.Command):
                 raise
             click.echo(f"{prog}: error: {message}", err=True)
             code = 1
+        except BrokenPipeError:         # --help | head: quiet, as in invoke
+            quiet_stdout()
+            code = 0
+        except OSError as e:            # a write the commands do not guard (--help > /dev/full): one line
+            stdout = not e.filename and e.errno in WRITE_ERRORS
+            message = (f"{e.filename}: {e.strerror or e}" if e.filename else
+                       f"stdout: cannot write ({e.strerror})" if stdout else str(e.strerror or e))
+            click.echo(f"{prog}: error: {message}", err=True)
+            if stdout:
+                quiet_stdout()          # what its buffer holds goes nowhere at exit, instead of failing again
+            code = 1
         if isinstance(code, int) and code:
             sys.exit(code)          # success returns, as a function does (the console script exits 0)
 
@@ -113,9 +128,13 @@ class Command(click.Command):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
-            # Point stdout at /dev/null so Python does not complain again while exiting.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            quiet_stdout()
             raise click.exceptions.Exit(0) from None
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that Python does not complain again of a closed pipe while exiting."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class Group(Command, click.Group):
@@ -148,10 +167,17 @@ def run_and_exit(command: Command) -> None:
         sys.exit(code)
     try:
         sys.stdout.flush()
+    except BrokenPipeError:   # a closed pipe (| head): quiet, as Command ends one
+        pass
+    except OSError as e:      # a full disk: what stdout still holds is lost; said once (the command may have)
+        if not code:
+            print(f"{command.name}: error: stdout: cannot write ({e.strerror or e})", file=sys.stderr)
+            code = 1
+    try:
         sys.stderr.flush()
-    except Exception:         # e.g. a closed pipe: let the interpreter report it as it always has
-        sys.exit(code)
-    os._exit(code)
+    except OSError:
+        pass
+    os._exit(code)            # also when a flush failed: the interpreter's own would fail again, as exit 120
 
 
 def progress_bar():
