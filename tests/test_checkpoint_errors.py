@@ -22,9 +22,10 @@ def test_empty_file(tmp_path):
         load_checkpoint(tmp_path / "empty.pt")
 
 
-def test_foreign_file_is_named_without_torchs_advice(tmp_path):
+@pytest.mark.parametrize("text", ['name = "tiny"\n', "hello world\n"])    # the second gave "KeyError: 101"
+def test_foreign_file_is_named_without_torchs_advice(tmp_path, text):
     toml = tmp_path / "tiny.toml"
-    toml.write_text('name = "tiny"\n')
+    toml.write_text(text)
     with pytest.raises(CheckpointError) as e:
         load_checkpoint(toml)
     assert str(e.value) == f"{toml}: not a checkpoint written by mt-train (torch could not read it)"

@@ -185,14 +185,20 @@ def load_checkpoint(path: Path, map_location="cpu") -> Checkpoint:
         raise CheckpointError(f"{path}: no such checkpoint" if not path.exists() else f"{path}: not a regular file")
     if path.stat().st_size == 0:  # torch's EOFError for it has no message
         raise CheckpointError(f"{path}: empty file, not a checkpoint")
+    foreign = f"{path}: not a checkpoint written by mt-train (torch could not read it)"
     try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":    # torch.save writes a zip archive; torch would unpickle the rest
+                raise CheckpointError(foreign)  # ("KeyError: 101" for a text file)
         damaged = damaged_member(path)
         raw = None if damaged else torch.load(path, map_location=map_location, weights_only=True)
+    except CheckpointError:
+        raise
     except PermissionError:
         raise CheckpointError(f"{path}: cannot read it (permission denied)") from None
     except pickle.UnpicklingError:
         # Never quote torch here: its message advises weights_only=False, which runs the file's code.
-        raise CheckpointError(f"{path}: not a checkpoint written by mt-train (torch could not read it)") from None
+        raise CheckpointError(foreign) from None
     except Exception as e:  # torch raises many types for truncated or foreign files
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {first_sentence(e)})") from None
     if damaged:
