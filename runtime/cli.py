@@ -424,21 +424,20 @@ def write_output(output: str | None, write, binary: bool = False) -> None:
     """`write(stream)` into the file `output`, whole or not at all, or to stdout: UTF-8 with the line ends
     written as given, as into a file, whatever the locale (a Windows pipe would be cp1252, and "\r\n"
     would become "\r\r\n"). `binary`: the stream takes bytes. A failed write (a full disk) is an InputError
-    naming the file, or stdout."""
-    from .text_io import GuardedStream, atomic_output
+    naming the file; into stdout, cli_support.Command says it in one line, as for every command."""
+    from .text_io import atomic_output
     if output and output != "-":
         with atomic_output(output, binary) as out:
             write(out)
-        return
-    if binary:
-        stdout = sys.stdout.buffer
+    elif binary:
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
     else:
         stdout = sys.stdout
         if isinstance(stdout, io.TextIOWrapper):
             stdout.reconfigure(encoding="utf-8", newline="\n")
-    out = GuardedStream(stdout)
-    write(out)
-    out.flush()
+        write(stdout)
+        stdout.flush()
 
 
 def document_error(error: Exception, input_file: str | None):

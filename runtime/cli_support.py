@@ -32,7 +32,7 @@ EXTRAS = {
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 # What a write into a full or failing stdout raises: said as "stdout: ..." when no file is named.
-WRITE_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)
+WRITE_ERRORS = {getattr(errno, name) for name in ("ENOSPC", "EIO", "EFBIG", "EDQUOT") if hasattr(errno, name)}
 
 
 class CommandError(click.ClickException):

@@ -1,7 +1,7 @@
 """Line-oriented text I/O, the one reader of text files (the CLIs, and training through
 train/data.py): strict UTF-8 with line numbers in errors, a BOM dropped, gzip by suffix (read
-and written), and output files that appear only once complete; a write that fails (a full disk),
-into a file or stdout, is one line naming it. gzip loads when used: `mt-translate TEXT` does not
+and written), and output files that appear only once complete; a write into one that fails (a full
+disk) is one line naming it. gzip loads when used: `mt-translate TEXT` does not
 need it, and its start-up counts (tempfile comes with SentencePiece)."""
 
 from __future__ import annotations
@@ -47,24 +47,6 @@ class OutputFile(io.FileIO):
 
     def write(self, data) -> int:
         return guarded(self.shown, super().write, data)
-
-
-class GuardedStream:
-    """stdout (its text or its bytes) with `guarded` writes, as an `OutputFile` has them: "stdout:
-    cannot write (No space left on device)". A wrapper, not an OutputFile on its descriptor: stdout
-    stays what it is (a Windows console, or pytest's capture)."""
-
-    def __init__(self, stream, name: str = "stdout"):
-        self.stream, self.name = stream, name
-
-    def write(self, data):
-        return guarded(self.name, self.stream.write, data)
-
-    def writelines(self, lines) -> None:
-        guarded(self.name, self.stream.writelines, lines)
-
-    def flush(self) -> None:
-        guarded(self.name, self.stream.flush)
 
 
 def open_output(file: int | str | Path, name: str | Path) -> io.BufferedWriter:
