@@ -66,10 +66,11 @@ def test_holdout_is_deterministic_and_disjoint():
     assert not {p.src for p in held} & {p.src for p in rest}
 
 
-@pytest.mark.parametrize("repeat", [1, 2])
-def test_the_dev_holdout_is_exactly_what_training_lacks(tmp_path, repeat):
+@pytest.mark.parametrize("repeat, both_directions", [(1, False), (2, False), (1, True)])
+def test_the_dev_holdout_is_exactly_what_training_lacks(tmp_path, repeat, both_directions):
     """Without a dev corpus, dev is a holdout of train: the two splits are disjoint and together make
-    the cleaned training data (with `repeat`, the rest of it repeated; the holdout once)."""
+    the cleaned training data (with `repeat`, the rest of it repeated; the holdout once), less the
+    holdout's reversed pairs, which would teach dev its answers."""
     from collections import Counter
 
     from mtkit.train.config import RunConfig
@@ -78,13 +79,16 @@ def test_the_dev_holdout_is_exactly_what_training_lacks(tmp_path, repeat):
     raw = tiny_run_dict(tmp_path)
     del raw["data"]["dev"]
     raw["data"]["holdout"] = 50
-    raw["data"]["train"][0]["repeat"] = repeat
+    raw["data"]["train"][0] |= {"repeat": repeat, "both_directions": both_directions}
     run = RunConfig.from_dict(raw)
     train, dev = run.load_split("train"), run.load_split("dev")
     cleaned = run.train_pairs_of(run.data.train[0], run.data_dir())
-    assert len(dev) >= 50 and len(set(dev)) == len(dev) and not set(train) & set(dev)
-    assert Counter(train) + Counter(dev * repeat) == Counter(cleaned * repeat)
+    reversed_dev = [Pair(p.tgt, p.src, p.tgt_lang, p.src_lang) for p in dev]
+    assert len(dev) >= 50 and len(set(dev)) == len(dev) and not set(train) & (set(dev) | set(reversed_dev))
+    lacked = set(dev) | set(reversed_dev)
+    assert Counter(train) + Counter([p for p in cleaned if p in lacked] * repeat) == Counter(cleaned * repeat)
     assert not {p.src for p in train} & {p.src for p in dev}         # no source sentence in both
+    assert any(p in cleaned for p in reversed_dev) == both_directions   # the case this guards
 
 
 def test_empty_splits_are_refused_naming_their_files(tmp_path):

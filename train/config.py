@@ -25,7 +25,7 @@ from mtkit.runtime.data_dir import default_data_dir
 from mtkit.runtime.decode_options import MAX_ROWS
 
 from .data import (CleaningReport, DataError, Pair, clean, read_parallel, read_tsv, split_holdout, subsample,
-                   without_final_stop)
+                   without_final_stop, without_holdout)
 from .model import ModelConfig
 
 
@@ -305,8 +305,7 @@ class RunConfig:
         holdout = []
         if not self.data.dev:
             _, holdout = split_holdout([p for _, pairs in corpora for p in pairs], self.data.holdout)
-        held = set(holdout)
-        train = [p for c, pairs in corpora for p in pairs * c.repeat if p not in held]
+        train = without_holdout([p for c, pairs in corpora for p in pairs * c.repeat], holdout)
         if not train:
             why = (f"all {len(holdout)} cleaned pairs are the dev holdout; add a [[data.dev]] corpus or lower "
                    f"[data] holdout" if holdout else f"cleaning {report.summary()}")

@@ -136,6 +136,12 @@ def split_holdout(pairs: list[Pair], size: int) -> tuple[list[Pair], list[Pair]]
             break
         held.add(s)
         count += by_src[s]
-    rest = [p for p in pairs if p.src not in held]
     holdout = sorted((p for p in pairs if p.src in held), key=digest)
-    return rest, holdout
+    return without_holdout(pairs, holdout), holdout
+
+
+def without_holdout(pairs: list[Pair], holdout: list[Pair]) -> list[Pair]:
+    """`pairs` less the holdout and the holdout reversed: a corpus with both_directions holds
+    "Hallo" -> "Hello" and "Hello" -> "Hallo", and training on the second would teach dev its answer."""
+    held = set(holdout) | {Pair(p.tgt, p.src, p.tgt_lang, p.src_lang) for p in holdout}
+    return [p for p in pairs if p not in held]
