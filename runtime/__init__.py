@@ -7,6 +7,22 @@
 The public names load lazily, so `import mtkit.runtime.vocab` (used by training) stays cheap.
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # Type checkers cannot follow the lazy loading below, so they read the same names here
+    # (`X as X` re-exports them; tests/test_runtime_translator.py checks the two lists agree).
+    from .bundle import default_model as default_model
+    from .bundle_format import BundleConfig as BundleConfig, BundleError as BundleError
+    from .decode_options import DecodeOptions as DecodeOptions, OptionError as OptionError
+    from .errors import (DocumentError as DocumentError, ModelLoadError as ModelLoadError,
+                         ProviderError as ProviderError, TranslationError as TranslationError)
+    from .glossary import Glossary as Glossary, GlossaryError as GlossaryError
+    from .language_id import LanguageWarning as LanguageWarning, SourceLanguage as SourceLanguage
+    from .progress import translation_progress as translation_progress
+    from .results import Alignment as Alignment, Hypothesis as Hypothesis, Translation as Translation
+    from .translator import LongInputWarning as LongInputWarning, Translator as Translator
+
 _EXPORTS = {
     "Translator": "translator", "Translation": "results", "Hypothesis": "results", "Alignment": "results",
     "LongInputWarning": "translator", "DecodeOptions": "decode_options", "OptionError": "decode_options",

@@ -275,7 +275,7 @@ class Translator:
 
     # Translation.
 
-    def translate(self, texts: list[str] | str, to: str | None = None, options: DecodeOptions | None = None, *,
+    def translate(self, texts: Iterable[str] | str, to: str | None = None, options: DecodeOptions | None = None, *,
                   from_lang: str = "auto", split_sentences: bool = True, glossary: Glossary | None = None,
                   prefix: str | list[str | None] | None = None, **overrides) -> list[Translation]:
         """Translate each text into `to`. No `to`: with a `from_lang`, the language the model translates it
@@ -300,7 +300,7 @@ class Translator:
         """
         return self._translate(texts, to, options, from_lang, split_sentences, overrides, glossary, prefix)
 
-    def score(self, sources: list[str] | str, targets: list[str] | str, to: str | None = None) -> list[Score]:
+    def score(self, sources: Iterable[str] | str, targets: Iterable[str] | str, to: str | None = None) -> list[Score]:
         """The model's log-probability of each target as the translation of its source, piece by piece
         (runtime/scoring.py): to filter parallel data, rank candidate translations, or weigh one made
         elsewhere. Sources and targets pair up in order (a str is a list of one); `to` is the targets'
@@ -485,7 +485,7 @@ class Translator:
         to = (to or self.default_language) if from_lang == "auto" else self.target_from(from_lang, to)
         return to, from_lang, self.tag_id(to)
 
-    def _translate(self, texts: list[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
+    def _translate(self, texts: Iterable[str] | str, to: str | None, options: DecodeOptions | None, from_lang: str,
                    split_sentences: bool, overrides: dict, glossary: Glossary | None = None,
                    prefix: str | list[str | None] | None = None, first: int = 1) -> list[Translation]:
         """`translate`, for it and `translate_iter`: its warnings point past both to the caller's line.

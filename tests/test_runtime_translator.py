@@ -56,6 +56,25 @@ def test_public_names_are_listed_and_load():
     assert all(getattr(runtime, name) is not None for name in runtime.__all__)
 
 
+def test_type_checkers_see_the_public_names():
+    """An installed mtkit is typed (py.typed, in the wheel), and a type checker, which cannot follow the
+    lazy loading, reads each public name from the TYPE_CHECKING imports: the same names from the same
+    modules. The texts' hint takes what the call takes: a tuple or a generator too."""
+    import ast
+    import inspect
+
+    import mtkit
+    import mtkit.runtime as runtime
+
+    assert (Path(mtkit.__file__).parent / "py.typed").is_file()
+    tree = ast.parse(Path(runtime.__file__).read_text(encoding="utf-8"))
+    [block] = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    seen = {alias.asname: node.module for node in block.body for alias in node.names if alias.asname == alias.name}
+    assert seen == runtime._EXPORTS
+    for method, argument in ((Translator.translate, "texts"), (Translator.score, "sources")):
+        assert inspect.signature(method).parameters[argument].annotation == "Iterable[str] | str"
+
+
 def test_bad_options_are_translation_errors(t):
     with pytest.raises(TranslationError, match="cannot translate into 'fr'.*de, en"):
         t.translate("Hallo", to="fr")

@@ -52,6 +52,7 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
     for name in ("config.json", "tokenizer.model", "encoder.int8.onnx", "decoder.int8.onnx", "embedding.int8.bin",
                  "lexicon.tsv.gz", "README.md"):
         assert f"mtkit/models/de-en/{name}" in names
+    assert "mtkit/py.typed" in names                           # type checkers read the annotations
     assert not any(n.endswith(".pt") for n in names)          # the fp16 checkpoint stays in the checkout
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
