@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,9 +64,16 @@ class Glossary:
 
     @classmethod
     def from_pairs(cls, source: str, target: str, pairs) -> Glossary:
-        """A glossary from (term, translation) pairs in the languages `source` and `target`."""
+        """A glossary from (term, translation) pairs in the languages `source` and `target`, or a dict of
+        them (`{"Datei": "file"}`)."""
+        if isinstance(pairs, Mapping):      # iterated, a dict gives its keys: a term would be split into letters
+            pairs = pairs.items()
+        pairs = list(pairs)
+        for pair in pairs:
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
+                raise GlossaryError(f"glossary entry {pair!r}: expected a (term, translation) pair of str")
         # composed (NFC), as the translator composes the text it searches
-        entries = tuple((unicodedata.normalize("NFC", str(a).strip()), unicodedata.normalize("NFC", str(b).strip()))
+        entries = tuple((unicodedata.normalize("NFC", a.strip()), unicodedata.normalize("NFC", b.strip()))
                         for a, b in pairs)
         if not source or not target or source.lower() == target.lower():
             raise GlossaryError(f"a glossary needs two different languages, not {source!r} and {target!r}")

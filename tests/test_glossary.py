@@ -46,6 +46,14 @@ def test_unreadable_files_are_clear_errors(tmp_path):
         Glossary.read(tmp_path / "missing.tsv")
 
 
+def test_from_pairs_takes_a_dict_and_refuses_what_is_not_a_pair():
+    """A dict is its items: iterated, its keys were split into letters ({"ab": "x"} gave the term "a")."""
+    assert Glossary.from_pairs("de", "en", {"Datei": "file", "ab": "x"}).entries == (("Datei", "file"), ("ab", "x"))
+    for pairs in ([("Datei",)], [("Datei", None)], ["ab"], [("a", "b", "c")]):
+        with pytest.raises(GlossaryError, match="expected a \\(term, translation\\) pair of str"):
+            Glossary.from_pairs("de", "en", pairs)
+
+
 def test_terms_are_whole_words_in_any_case_longest_first():
     g = Glossary.from_pairs("de", "en", [("Datei", "file"), ("Cloud Sync", "CloudSync"), ("Cloud Sync Server", "CSS"),
                                          ("C++", "C++")])
