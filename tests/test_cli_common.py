@@ -15,6 +15,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,112 @@ def test_interrupted_exits_130_without_a_traceback(fixture_bundle):
         proc.kill()
     assert proc.returncode == 130 and "mt-translate: interrupted" in err.decode()
     assert "Traceback" not in err.decode()
+
+
+# Ctrl-C at a chosen moment of start-up, made exact: a `sitecustomize` on PYTHONPATH sends the process
+# SIGINT as it starts to import the module named in MT_TEST_INTERRUPT_AT (after writing a byte to the
+# descriptor MT_TEST_READY_FD, where given), as a user's Ctrl-C then would. Timing a signal from outside
+# instead would be flaky: it may land in the interpreter's own start (site, .pth files), before any
+# mtkit code runs.
+INTERRUPTER = '''\
+import os
+import signal
+import sys
+
+AT = os.environ["MT_TEST_INTERRUPT_AT"]
+READY = os.environ.get("MT_TEST_READY_FD")
+
+
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == AT:
+            sys.meta_path.remove(self)
+            if READY:
+                os.write(int(READY), b"x")
+            else:
+                os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+
+sys.meta_path.insert(0, CtrlC())
+'''
+
+
+@pytest.fixture(scope="module")
+def interrupter(tmp_path_factory) -> dict:
+    """The environment that loads INTERRUPTER (MT_TEST_INTERRUPT_AT is still to add)."""
+    shim = tmp_path_factory.mktemp("ctrl-c")
+    (shim / "sitecustomize.py").write_text(INTERRUPTER)
+    return {**os.environ, "PYTHONPATH": str(shim), "OMP_NUM_THREADS": "1"}
+
+
+def start(args: list, env: dict, **popen) -> subprocess.Popen:
+    return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            # A run started in the background (nohup, `&`) inherits SIGINT ignored.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **popen)
+
+
+def console_scripts() -> list[str]:
+    """Every console script the installed mtkit has (pyproject.toml [project.scripts])."""
+    from importlib.metadata import distribution
+
+    return sorted(ep.name for ep in distribution("mtkit").entry_points if ep.group == "console_scripts")
+
+
+@pytest.mark.parametrize("module", ["mtkit.runtime", "click", "numpy", "onnxruntime", "sentencepiece"])
+def test_ctrl_c_while_importing_exits_130_without_a_traceback(fixture_bundle, interrupter, module):
+    """Ctrl-C in mt-translate's first moments, while its modules load (from the first after the console
+    script's own lines), is the same one line and status 130 as later."""
+    proc = start([str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS), GERMAN[0]],
+                 {**interrupter, "MT_TEST_INTERRUPT_AT": module})
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err.decode(), out) == (130, "\nmt-translate: interrupted\n", b"")
+
+
+def test_every_console_script_is_quiet_when_interrupted_while_importing(interrupter):
+    """Each console script, interrupted as it imports click (each does, before anything else of its own)."""
+    scripts = console_scripts()
+    assert "mt-translate" in scripts and "mt-serve" in scripts
+    for script in scripts:
+        proc = start([str(BIN / script), "--help"], {**interrupter, "MT_TEST_INTERRUPT_AT": "click"})
+        out, err = proc.communicate(timeout=120)
+        assert (script, proc.returncode, err.decode(), out) == (script, 130, f"\n{script}: interrupted\n", b"")
+
+
+@pytest.mark.parametrize("raised, status, line", [
+    # An extension module stopped by Ctrl-C as it loads (ONNX Runtime's) says it so.
+    ("raise ImportError('initialization failed') from KeyboardInterrupt()", 130, "\nmt-x: interrupted\n"),
+    ("raise KeyboardInterrupt", 130, "\nmt-x: interrupted\n"),
+    ("raise ImportError('a real one')", 1, "ImportError: a real one\n"),     # not hidden
+    ("raise SystemExit(3)", 3, ""),                                         # the command's own exit
+])
+def test_a_console_script_says_interrupted_for_what_ctrl_c_caused(tmp_path, raised, status, line):
+    (tmp_path / "command.py").write_text(f"def main():\n    {raised}\n")
+    script = "from mtkit.scripts import _script\n_script('mt-x', 'command:main')()\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == status and done.stderr.endswith(line), done.stderr
+
+
+def test_ctrl_c_at_any_moment_of_a_translation_is_quiet(fixture_bundle, interrupter):
+    """A real Ctrl-C at a range of moments, from the first import after the console script's own lines
+    (a byte on a pipe says it has begun) to the end: 130 and one line, or done (0) if it finished."""
+    for delay in [0, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3]:
+        ready, signal_pipe = os.pipe()
+        env = {**interrupter, "MT_TEST_INTERRUPT_AT": "mtkit.runtime", "MT_TEST_READY_FD": str(signal_pipe)}
+        proc = start([str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS),
+                      GERMAN[0]], env, pass_fds=[signal_pipe])
+        os.close(signal_pipe)
+        try:
+            assert os.read(ready, 1) == b"x"
+        finally:
+            os.close(ready)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        outcome = (delay, proc.returncode, err.decode())
+        assert outcome in [(delay, 130, "\nmt-translate: interrupted\n"), (delay, 0, "")], outcome
+        assert proc.returncode == 130 or out.decode() == ENGLISH[0] + "\n"
 
 
 # ----- writing fails: a full disk -----------------------------------------------------------------------
