@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field, replace
@@ -255,7 +256,7 @@ def start_entry(entry: Path, key: str, options: ort.SessionOptions) -> Path | No
     again, which halves the int8 encoder's session creation and lowers peak RSS by 10-14 MB
     (PERF_NOTES.md, session 24). The bundle's shared table goes into that file too, so the entry stands
     on its own."""
-    partial = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    partial = entry.with_name(f".{entry.name}.{writer()}.tmp")
     try:
         remove(partial)
         partial.mkdir()
@@ -269,10 +270,17 @@ def start_entry(entry: Path, key: str, options: ort.SessionOptions) -> Path | No
     return partial
 
 
+def writer() -> str:
+    """This process and thread, in the names of the directories it writes: Translators loading the same
+    graph in several threads at once each need their own (with the pid alone, each removed the others'
+    and none was cached)."""
+    return f"{os.getpid()}.{threading.get_ident()}"
+
+
 def finish_entry(partial: Path, entry: Path) -> None:
     """Put the written copy in place (a rename: a concurrent reader sees a whole entry or none), set a
     damaged entry aside first, and prune."""
-    old = entry.with_name(f".{entry.name}.{os.getpid()}.old")
+    old = entry.with_name(f".{entry.name}.{writer()}.old")
     try:
         if entry.exists():
             entry.rename(old)

@@ -70,6 +70,21 @@ def test_optimized_graph_cache(fixture_bundle, tmp_path, monkeypatch, variant):
     assert np.array_equal(plain, load()) and (entries[1] / "key").read_text() != "another graph's key"
 
 
+def test_threads_loading_one_graph_at_once_write_its_cache_entry_apart(tmp_path):
+    """Translators of one model loaded in several threads at once each write ORT's copy into a directory
+    of their own: named by the pid alone, they removed each other's and the graphs were never cached."""
+    import onnxruntime as ort
+
+    from mtkit.runtime.onnx_backend import start_entry
+    from mtkit.runtime.threads import Background
+
+    entry = tmp_path / "encoder.int8-0123456789abcdef"
+    with Background(start_entry, entry, "key", ort.SessionOptions()) as other:
+        mine = start_entry(entry, "key", ort.SessionOptions())
+    theirs = other.result()
+    assert mine != theirs and mine.is_dir() and theirs.is_dir()
+
+
 def test_the_cache_keeps_the_most_recently_used_graphs_within_its_budget(tmp_path):
     """Least recently used entries go once the newer ones fill the budget in bytes; the two newest stay
     whatever their size (the graphs just loaded), and so do entries still being written."""
