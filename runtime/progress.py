@@ -24,7 +24,9 @@ _report: ContextVar[Callable[[int, int], None] | None] = ContextVar("translation
 @contextmanager
 def translation_progress(callback: Callable[[int, int], None]) -> Iterator[None]:
     """Within the block, `callback(done, total)` each time the count of sentences decoded or to decode
-    changes."""
+    changes. It is called from the threads that decode the batches too, one call at a time: a GUI hands
+    the count to its own thread. An exception it raises stops the translation and is raised by the call
+    (a way to cancel one, as mt-serve does when its client has gone)."""
     counts = [0, 0]
     lock = threading.Lock()         # batches end on several threads
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ENGLISH, GERMAN, ORT_THREADS, stderr_on_terminal
 from mtkit.runtime import Translator, translation_progress
 
@@ -23,6 +25,26 @@ def test_the_callback_counts_every_sentence_of_a_document_once(fixture_bundle):
     assert calls[-1][0] == calls[-1][1] >= 20 and len(calls) > 4                  # batch by batch, to the end
     translator.translate(GERMAN[0], from_lang="de", beam_size=1)         # outside the block: not counted
     assert calls[-1] == (done[-1], total[-1]) and len(calls) == len(done)
+
+
+def test_a_callback_that_raises_cancels_the_translation(fixture_bundle):
+    """As the README says: its error comes out of the call, the batches not yet started are not decoded,
+    and the Translator translates as before afterwards."""
+    translator = Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS, max_batch_sentences=4)
+    decoded = []
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel(done: int, total: int) -> None:
+        decoded.append(done)
+        if done:
+            raise Cancelled
+
+    with translation_progress(cancel), pytest.raises(Cancelled):
+        translator.translate(GERMAN[:20], from_lang="de", beam_size=1)
+    assert max(decoded) < 20
+    assert translator.translate(GERMAN[0], from_lang="de", beam_size=1)[0].text
 
 
 def test_mt_translate_draws_a_documents_bar_on_a_terminal_only(fixture_bundle, tmp_path):
