@@ -18,6 +18,12 @@ from .messages import translate_messages
 
 FUZZY = "fuzzy"
 NPLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
+# A line with a string: an obsolete message's (#~) or a previous msgid's (#|) marker, if any, a keyword,
+# if any (none: a string that continues the one before), then the string in double quotes.
+MARKER = re.compile(r"#[~|]\s+")
+KEYWORD = re.compile(r"(?:msgctxt|msgid_plural|msgid|msgstr(?:\[\d+\])?)\s*")
+QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+ESCAPES = 'ntrvbf"\\'          # what polib reads after a backslash
 
 
 def translate_po(translator, document: str, to=None, options=None, *, from_lang: str = "auto", glossary=None,
@@ -28,8 +34,11 @@ def translate_po(translator, document: str, to=None, options=None, *, from_lang:
 
     if not document.strip():
         return document
+    check_strings(document)
     try:
-        catalog = polib.pofile(document)
+        # polib opens a string that names an existing file: with a new line, the text is never taken
+        # for a path (an upload that says "/srv/app/secret.po" must not return the server's file).
+        catalog = polib.pofile(document + "\n")
     except (OSError, ValueError) as e:           # polib reports a syntax error as an OSError
         raise DocumentError(f"not a gettext catalog: {e}") from None
     to = to or catalog_language(catalog, translator)
@@ -63,3 +72,23 @@ def plural_count(catalog) -> int:
     found = NPLURALS.search(catalog.metadata.get("Plural-Forms", ""))
     return max(int(found.group(1)), 1) if found else 2
 
+
+def check_strings(document: str) -> None:
+    """A DocumentError for the first string polib would misread, without an error of its own: it takes
+    a string's text as what lies between its first and last characters, quotes or not (`msgid "Guten
+    Morgen` would be the message "Guten Morge"), and keeps an escape it does not know as its two
+    characters (written back as another string). Comments are free text."""
+    for number, line in enumerate(document.removeprefix("\ufeff").splitlines(), 1):     # the lines polib reads
+        line = line.strip()
+        shown = line if len(line) <= 80 else line[:77] + "..."
+        marker = MARKER.match(line)
+        text = line[marker.end():] if marker else line
+        if not text or text.startswith("#"):
+            continue
+        keyword = KEYWORD.match(text)
+        string = text[keyword.end():] if keyword else text
+        if not QUOTED.fullmatch(string):
+            raise DocumentError(f"not a gettext catalog: line {number}: a string must be in double quotes: {shown}")
+        for escape in re.findall(r"\\(.)", string):
+            if escape not in ESCAPES:
+                raise DocumentError(f"not a gettext catalog: line {number}: unknown escape \\{escape} in: {shown}")

@@ -4,6 +4,8 @@ everything else must be kept."""
 
 from __future__ import annotations
 
+import re
+
 import polib
 import pytest
 
@@ -73,6 +75,32 @@ def test_a_file_that_is_no_catalog_is_a_clear_error(fixture_translator):
         fixture_translator.translate_po("Hallo Welt\nnoch eine Zeile\n", to="en")
 
 
+@pytest.mark.parametrize("strings, message", [
+    # polib reads these without an error, as what lies between a line's first and last characters.
+    (f'msgid "{GERMAN[0]}\nmsgstr ""\n', 'line 8: a string must be in double quotes: msgid "' + GERMAN[0]),
+    (f'msgid {GERMAN[0]}\nmsgstr ""\n', "line 8: a string must be in double quotes: msgid " + GERMAN[0]),
+    (f'msgid ""\n"{GERMAN[0]}\nmsgstr ""\n', "line 9: a string must be in double quotes"),
+    (f'msgid "{GERMAN[0]}"\nmsgstr[0] "x\nmsgstr[1] ""\n', 'line 9: a string must be in double quotes: msgstr[0] "x'),
+    (f'#~ msgid "{GERMAN[0]}\n#~ msgstr ""\n', "line 8: a string must be in double quotes: #~ msgid"),
+    # ... and these it would write back as other strings ("\\q").
+    ('msgid "Hal\\qlo"\nmsgstr ""\n', 'line 8: unknown escape \\q in: msgid "Hal\\qlo"'),
+])
+def test_a_string_not_in_quotes_is_a_clear_error_not_a_message_cut_short(fixture_translator, strings, message):
+    with pytest.raises(TranslationError, match="not a gettext catalog: " + re.escape(message)):
+        fixture_translator.translate_po(catalog(strings), to="en")
+
+
+def test_what_a_catalog_says_is_never_a_path_to_open(fixture_translator, tmp_path, monkeypatch):
+    """polib opens a string that names a file: a catalog sent to mt-serve must not read the server's."""
+    private = catalog(entry(GERMAN[0], "private"))       # "private" is in no other line
+    (tmp_path / "private.po").write_text(private, encoding="utf-8")
+    with pytest.raises(TranslationError, match="not a gettext catalog"):
+        fixture_translator.translate_po(str(tmp_path / "private.po"), to="en")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "# a.po").write_text(private, encoding="utf-8")        # a comment, as a catalog
+    assert "private" not in fixture_translator.translate_po("# a.po", to="en")
+
+
 def test_cli_po(model, tmp_path, capsys):
     source = tmp_path / "app.po"
     source.write_text(catalog(entry(GERMAN[9])), encoding="utf-8")
@@ -89,3 +117,7 @@ def test_cli_po(model, tmp_path, capsys):
     source.write_text("Hallo Welt\n", encoding="utf-8")
     code, _, err = invoke(main, ["--po", "-i", str(source)], capsys)
     assert code == 1 and "not a gettext catalog" in err and "Traceback" not in err
+    source.write_text(catalog(f'msgid "{GERMAN[9]}\nmsgstr ""\n'), encoding="utf-8")     # a quote missing
+    code, out, err = invoke(main, ["--po", "-i", str(source)], capsys)
+    assert (code, out) == (1, "") and err == (f'mt-translate: error: {source}: not a gettext catalog: line 8: a string '
+                                              f'must be in double quotes: msgid "{GERMAN[9]}\n')

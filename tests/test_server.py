@@ -411,11 +411,22 @@ def test_translate_file_then_download_it(url):
     ("scan.pdf", b"%PDF-1.7", 400, "the PDF is damaged"),
     ("alt.docx", b"not a zip", 400, "not a .docx"),
     ("latin1.txt", "Grüße".encode("latin-1"), 400, "not UTF-8"),
+    # polib would read it as the message "Guten Morge", with no error
+    ("app.po", b'msgid "Guten Morgen\nmsgstr ""\n', 400, 'not a gettext catalog: line 1: a string must be in double'),
 ])
 def test_translate_file_refuses_what_it_cannot_read(url, name, data, status, message):
     body, kind = form_data({"target": "en"}, (name, data))
     code, answer = call(url, "/translate_file", raw=body, content_type=kind)
     assert code == status and message in answer["error"]
+
+
+def test_a_catalog_naming_a_file_of_the_servers_is_not_that_file(url, tmp_path):
+    """polib opens a string that names a file: a .po whose text is a path must not return the server's file."""
+    private = tmp_path / "private.po"
+    private.write_text('msgid ""\nmsgstr ""\n"Language: en\\n"\n\n# the server\'s own\nmsgid "Hallo"\nmsgstr "x"\n')
+    body, kind = form_data({"source": "de", "target": "en"}, ("app.po", str(private).encode()))
+    code, answer = call(url, "/translate_file", raw=body, content_type=kind)
+    assert code == 400 and "not a gettext catalog" in answer["error"]
 
 
 def test_a_file_never_made_is_not_found(url):
