@@ -49,6 +49,12 @@ def prefixes_for(prefix: str | list[str | None] | None, n: int, first: int = 1) 
     return list(prefix)
 
 
+def check_flag(name: str, value) -> None:
+    """A TypeError unless `value` is True or False: a string such as "false" would count as true."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {type(value).__name__} ({value!r})")
+
+
 def check_count(name: str, value, optional: bool = False, most: int | None = None) -> None:
     """A TypeError unless `value` is an int (or None, when optional), a TranslationError if under 1 or
     over `most`."""

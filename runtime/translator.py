@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bundle, language_id
-from .arguments import as_texts, check_count, check_glossary, language_code, prefixes_for
+from .arguments import as_texts, check_count, check_flag, check_glossary, language_code, prefixes_for
 from .batching import PAD_MULTIPLE, decode_all
 from .bundle_format import BundleConfig, BundleError
 from .casing import in_capitals, to_capitals, usual_case
@@ -465,6 +465,7 @@ class Translator:
         `translate` makes: so a language the model lacks fails even for a document without words."""
         if not isinstance(document, kind):
             raise TranslationError(f"{name} must be a {kind.__name__}, not {type(document).__name__}")
+        check_flag("split_sentences", more.get("split_sentences", True))
         chosen = self._direction(to, from_lang, glossary)[0]
         if to is None and language_code(from_lang) != "auto":
             # The target a given source picks, as mt-translate --from does (and named in the document's
@@ -495,6 +496,7 @@ class Translator:
             if not isinstance(t, str):
                 raise TranslationError(f"text {first + i} is a {type(t).__name__}, not a str")
         text_prefixes = prefixes_for(prefix, len(texts), first)
+        check_flag("split_sentences", split_sentences)
         to, from_lang, tag = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)
         t0 = time.perf_counter()
@@ -695,6 +697,7 @@ class Translator:
         for, before the first text is read."""
         texts = as_texts(texts)
         check_count("batch_size", batch_size)
+        check_flag("split_sentences", split_sentences)
         to, from_lang, _ = self._direction(to, from_lang, glossary)
         opts = self.decode_options(options, **overrides)      # fail before reading
         per_text = prefix is not None and not isinstance(prefix, str)

@@ -118,6 +118,13 @@ def test_option_types_are_checked_before_decoding(t):
         t.translate("Hallo", beam_size=2.5)
     with pytest.raises(OptionError, match="temperature must be a number, not str"):
         next(t.translate_iter(["Hallo"], sampling=True, temperature="0.8"))
+    # "no" (from a config file) counted as true: the paragraph was still split into sentences.
+    for call in (lambda: t.translate("Hallo", split_sentences="no"),
+                 lambda: next(t.translate_iter(iter(["Hallo"]), split_sentences=0)),
+                 lambda: t.translate_html("<p>Hallo</p>", split_sentences="no"),
+                 lambda: t.translate_json('{"a": "Hallo"}', split_sentences=None)):
+        with pytest.raises(TypeError, match="split_sentences must be True or False, not"):
+            call()
 
 
 def test_options_take_a_decode_options_and_a_dict_goes_in_as_keywords(t):
