@@ -21,10 +21,12 @@ if TYPE_CHECKING:
     from .language_id import LanguageWarning as LanguageWarning, SourceLanguage as SourceLanguage
     from .progress import translation_progress as translation_progress
     from .results import Alignment as Alignment, Hypothesis as Hypothesis, Translation as Translation
+    from .scoring import Score as Score
     from .translator import LongInputWarning as LongInputWarning, Translator as Translator
 
 _EXPORTS = {
     "Translator": "translator", "Translation": "results", "Hypothesis": "results", "Alignment": "results",
+    "Score": "scoring",
     "LongInputWarning": "translator", "DecodeOptions": "decode_options", "OptionError": "decode_options",
     "SourceLanguage": "language_id", "LanguageWarning": "language_id",
     "TranslationError": "errors", "ModelLoadError": "errors", "ProviderError": "errors",

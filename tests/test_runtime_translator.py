@@ -54,6 +54,8 @@ def test_public_names_are_listed_and_load():
 
     assert set(runtime.__all__) <= set(dir(runtime))        # lazy, yet visible to help() and completion
     assert all(getattr(runtime, name) is not None for name in runtime.__all__)
+    # What the calls return, for callers to name in their own hints: Translator.score's Score too.
+    assert {"Translation", "Hypothesis", "Alignment", "SourceLanguage", "Score"} <= set(runtime.__all__)
 
 
 def test_type_checkers_see_the_public_names():
