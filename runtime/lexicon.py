@@ -98,6 +98,12 @@ class Lexicon:
         row = self.index.get(word)
         return 0 if row is None else int(self.counts[row].sum())
 
+    def one_word_in(self, text: str, language: str) -> bool:
+        """Whether `text` is a single word, counted in `language`."""
+        found = words(text)
+        row = self.index.get(found[0]) if len(found) == 1 else None
+        return row is not None and language in self.languages and bool(self.counts[row, self.languages.index(language)])
+
     def log_likelihoods(self, text: str) -> dict[str, float]:
         """log p(words of `text` | language) for each language, add-one smoothed; {} for a text without
         words. A word not counted adds log(1 / (total + vocabulary)), as a counted one does with its count + 1."""

@@ -20,6 +20,7 @@ from mtkit.runtime import Translator, language_id
 from mtkit.runtime.cli import main
 from mtkit.runtime.errors import TranslationError
 from mtkit.runtime.language_id import LanguageWarning, SourceLanguage
+from mtkit.runtime.lexicon import Lexicon
 
 OTHER = {"de": "en", "en": "de"}
 UNCERTAIN = GERMAN.index("Tom schrie.")      # looks more like French (0.28) than German (0.18) to the detector
@@ -74,6 +75,18 @@ def test_a_language_the_model_does_not_know_is_named_and_translated_with_a_warni
         choice = language_id.choose(s, "en", ["de"])
         assert (choice.detected, choice.language, choice.translated) == (lang, "de", True)   # taken as the model's source
         assert "does not know" in choice.warning and lang in choice.warning
+
+
+def test_an_unsure_guess_at_one_word_the_model_has_is_no_warning():
+    """fastText finds "Hallo." Italian (0.47): no warning when the model's word counts have the word in
+    the language chosen. Two words or more, a word they lack, or no word counts: warned, as is a sure guess."""
+    lexicon = Lexicon.count([("de", "Hallo! Kein Zutritt.")] * 20 + [("en", "Hello! No entry.")] * 20, ["de", "en"])
+    hallo = language_id.choose("Hallo.", "en", ["de"], lexicon)
+    assert (hallo.language, hallo.translated, hallo.detected, hallo.warning) == ("de", True, "it", None)
+    assert "language uncertain (it 0.47" in language_id.choose("Hallo.", "en", ["de"]).warning
+    assert "language uncertain (hu 0.3" in language_id.choose("Kein Zutritt.", "en", ["de"], lexicon).warning
+    assert "language uncertain (fr 0.49" in language_id.choose("Des", "en", ["de"], lexicon).warning
+    assert "looks like fr" in language_id.choose("Bonjour.", "en", ["de"], lexicon).warning
 
 
 @pytest.mark.parametrize("text", ["123", "🍕 🍺", "!!!", "3,14 + 2 = 5,14"])
@@ -174,6 +187,19 @@ def test_the_shipped_model_leaves_english_alone_when_asked_for_english():
     assert auto[1].translated and auto[1].language == "de" and auto[1].text != "Hallo, wie geht es dir?"
     [forced] = translator.translate("Hello, how are you?", to="en", from_lang="de")
     assert forced.translated and forced.num_parts == 1 and forced.language == "de"
+
+
+def test_the_shipped_model_translates_hallo_without_a_false_alarm():
+    translator = Translator(threads=ORT_THREADS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LanguageWarning)
+        hallo, hello = translator.translate(["Hallo.", "Hello."], to="en")
+    assert (hallo.language, hallo.translated, hallo.warnings) == ("de", True, [])
+    assert (hello.text, hello.translated, hello.warnings) == ("Hello.", False, [])
+    with pytest.warns(LanguageWarning) as caught:       # French, even one word, still warns
+        translator.translate(["Bonjour.", "homme", FRENCH[2]], to="en")
+    assert [str(w.message).split(":")[0] for w in caught] == ["text 1", "text 2", "text 3"]
+    assert all("looks like fr" in str(w.message) for w in caught)
 
 
 def test_without_the_detector_package_auto_is_a_clear_error(monkeypatch):
