@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import mtkit
+
 from conftest import REPO
 
 MAX_WHEEL_MB = 25
@@ -53,6 +55,7 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
                  "lexicon.tsv.gz", "README.md"):
         assert f"mtkit/models/de-en/{name}" in names
     assert "mtkit/py.typed" in names                           # type checkers read the annotations
+    assert wheel.name.startswith(f"mtkit-{mtkit.__version__}-")   # pyproject takes the one version there is
     assert not any(n.endswith(".pt") for n in names)          # the fp16 checkpoint stays in the checkout
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
