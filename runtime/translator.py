@@ -87,6 +87,16 @@ UNKNOWN_SCRIPT = "none of its letters are in this model's vocabulary; left as it
 MAX_ALIGNED_TOKENS = 4096
 
 
+def unknown_option(name: str) -> str:
+    """The message for a keyword that is neither translate's own nor a DecodeOptions field."""
+    import difflib
+
+    known = [*DecodeOptions.__dataclass_fields__, "to", "from_lang", "split_sentences", "glossary", "prefix", "options"]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown option {name!r}{hint}; the options are translate's keywords and DecodeOptions' fields"
+
+
 class Translator:
     """A model bundle loaded for translation, offline: ONNX Runtime, numpy and SentencePiece, no torch.
 
@@ -249,6 +259,9 @@ class Translator:
         elif not isinstance(options, DecodeOptions):     # fields by name have one way in: keywords
             raise TypeError(f"options must be a DecodeOptions, not {type(options).__name__} (to pass a dict of "
                             f"its fields, unpack it: translate(texts, **options))")
+        unknown = sorted(overrides.keys() - DecodeOptions.__dataclass_fields__.keys())
+        if unknown:     # not "DecodeOptions.__init__() got an unexpected keyword", which names our internals
+            raise TypeError(unknown_option(unknown[0]))
         return (replace(options, **overrides) if overrides else options).for_model(self.config.max_positions)
 
     def tag_id(self, to: str | None) -> int:

@@ -137,6 +137,15 @@ def test_options_take_a_decode_options_and_a_dict_goes_in_as_keywords(t):
     assert t.translate(GERMAN[0], **{"beam_size": 1})[0].text == ENGLISH[0]
 
 
+def test_a_misspelt_option_is_named_with_the_likely_one(t):
+    with pytest.raises(TypeError, match=r"^unknown option 'form_lang' \(did you mean 'from_lang'\?\)"):
+        t.translate("Hallo", form_lang="de")
+    with pytest.raises(TypeError, match=r"^unknown option 'beamsize' \(did you mean 'beam_size'\?\)"):
+        next(t.translate_iter(["Hallo"], beamsize=2))
+    with pytest.raises(TypeError, match=r"^unknown option 'zzz'; the options are"):
+        t.translate_html("<p>Hallo</p>", zzz=1)
+
+
 def test_counts_are_checked_alike(t, fixture_bundle):
     """threads, parallel_batches, the batch budgets and batch_size: an int of at least 1, before any loading."""
     for name, value in [("threads", 0), ("parallel_batches", 0), ("max_batch_tokens", 0), ("max_batch_tokens", -5),
