@@ -21,6 +21,7 @@ from .errors import DocumentError
 from .language_id import has_letters
 from .messages import translate_messages
 
+MAX_DEPTH = 200         # levels of nesting read: a locale file has a few, and the walks below recurse
 
 
 class JsonWarning(UserWarning):
@@ -32,10 +33,15 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
     """`document` (JSON) with its string values translated into `to` and all else kept."""
     if not document.strip():
         return document
+    too_deep = DocumentError(f"JSON nested more than {MAX_DEPTH} levels deep is not read")
     try:
         data = json.loads(document)
     except json.JSONDecodeError as e:
         raise DocumentError(f"not JSON: {e}") from None
+    except RecursionError:                       # json's own parser gives up near 1,000 levels
+        raise too_deep from None
+    if _depth(data) > MAX_DEPTH:
+        raise too_deep
     to = to or translator.default_language
     found: list[str] = []
     choices: dict[str, icu.Message] = {}
@@ -47,6 +53,17 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
         data["@@locale"] = to                    # an ARB file names its language
     out = json.dumps(data, ensure_ascii=False, indent=indentation(document))
     return out + ("\n" if document.endswith("\n") else "")
+
+
+def _depth(value) -> int:
+    """How many levels of lists and objects `value` nests, counted without recursing."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            stack += [(item, depth + 1) for item in (value.values() if isinstance(value, dict) else value)]
+    return deepest
 
 
 def _strings(value, found: list[str], choices: dict[str, icu.Message], path: str) -> None:

@@ -58,3 +58,11 @@ def test_cli_json(fixture_bundle, monkeypatch, tmp_path, capsys):
     source.write_text("{nope", encoding="utf-8")
     code, _, err = invoke(main, ["--json", "-i", str(source)], capsys)
     assert code == 1 and err.startswith(f"mt-translate: error: {source}: not JSON") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("depth", [201, 990, 100_000])
+def test_json_nested_too_deep_is_a_clear_error(fixture_translator, depth):
+    # 990 levels parsed, then overflowed the walks; 100,000 overflowed json's parser: both were RecursionError
+    with pytest.raises(TranslationError, match="nested more than 200 levels deep"):
+        fixture_translator.translate_json("[" * depth + '"Hallo"' + "]" * depth, to="en")
+    assert fixture_translator.translate_json("[" * 200 + "1" + "]" * 200, to="en") == "[" * 200 + "1" + "]" * 200
