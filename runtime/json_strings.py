@@ -13,6 +13,7 @@ sentence (runtime/icu.py); one whose braces do not match is kept and named in a 
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 
@@ -35,7 +36,7 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
         return document
     too_deep = DocumentError(f"JSON nested more than {MAX_DEPTH} levels deep is not read")
     try:
-        data = json.loads(document)
+        data = json.loads(document, object_pairs_hook=_object, parse_float=_float)
     except json.JSONDecodeError as e:
         raise DocumentError(f"not JSON: {e}") from None
     except RecursionError:                       # json's own parser gives up near 1,000 levels
@@ -53,6 +54,25 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
         data["@@locale"] = to                    # an ARB file names its language
     out = json.dumps(data, ensure_ascii=False, indent=indentation(document))
     return out + ("\n" if document.endswith("\n") else "")
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    """An object read, refused if a key is written twice in it: json keeps the last value and the
+    first would be gone from the translation, unsaid."""
+    data = dict(pairs)
+    if len(data) < len(pairs):
+        twice = next(key for i, (key, _) in enumerate(pairs) if key in (k for k, _ in pairs[:i]))
+        raise DocumentError(f"the key {json.dumps(twice, ensure_ascii=False)} is written twice in one object: "
+                            f"only one of its values could be written back")
+    return data
+
+
+def _float(text: str) -> float:
+    """A number read, refused if too large for a float: written back as Infinity, it is no longer JSON."""
+    value = float(text)
+    if math.isinf(value):
+        raise DocumentError(f"the number {text} is too large to be written back (it would become Infinity)")
+    return value
 
 
 def _depth(value) -> int:

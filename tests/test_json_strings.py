@@ -66,3 +66,13 @@ def test_json_nested_too_deep_is_a_clear_error(fixture_translator, depth):
     with pytest.raises(TranslationError, match="nested more than 200 levels deep"):
         fixture_translator.translate_json("[" * depth + '"Hallo"' + "]" * depth, to="en")
     assert fixture_translator.translate_json("[" * 200 + "1" + "]" * 200, to="en") == "[" * 200 + "1" + "]" * 200
+
+
+@pytest.mark.parametrize("document, error", [
+    ('{"a": "Hallo", "b": {"c": 1, "c": "Welt"}}', 'the key "c" is written twice in one object'),
+    ('{"e": 1e400, "a": "Hallo"}', "the number 1e400 is too large to be written back"),
+])
+def test_json_that_would_come_back_changed_is_refused(fixture_translator, document, error):
+    # Before: the first "c" was gone from the output, and 1e400 came back as Infinity, which is not JSON.
+    with pytest.raises(TranslationError, match=error):
+        fixture_translator.translate_json(document, to="en")
