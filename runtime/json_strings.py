@@ -52,8 +52,10 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
     data = _replaced(data, translated, choices)
     if isinstance(data, dict) and isinstance(data.get("@@locale"), str):
         data["@@locale"] = to                    # an ARB file names its language
-    out = json.dumps(data, ensure_ascii=False, indent=indentation(document))
-    return out + ("\n" if document.endswith("\n") else "")
+    # Every "\n" json writes is between values (one in a string is escaped): each ends as the file's lines do.
+    newline = "\r\n" if "\r\n" in document else "\n"
+    out = json.dumps(data, ensure_ascii=False, indent=indentation(document)).replace("\n", newline)
+    return out + (newline if document.endswith("\n") else "")
 
 
 def _object(pairs: list[tuple[str, object]]) -> dict:

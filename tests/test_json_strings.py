@@ -76,3 +76,10 @@ def test_json_that_would_come_back_changed_is_refused(fixture_translator, docume
     # Before: the first "c" was gone from the output, and 1e400 came back as Infinity, which is not JSON.
     with pytest.raises(TranslationError, match=error):
         fixture_translator.translate_json(document, to="en")
+
+
+def test_crlf_line_endings_are_kept(fixture_translator):
+    document = '{\r\n  "a": "Hallo",\r\n  "b": ["1\\n2", 1]\r\n}\r\n'       # before: every line ended in "\n"
+    out = fixture_translator.translate_json(document, to="en")
+    assert out.count("\r\n") == document.count("\r\n") + 3 and "\n" not in out.replace("\r\n", "")
+    assert json.loads(out)["b"] == ["1\n2", 1]
