@@ -143,10 +143,17 @@ def unzip(document: bytes, not_a_zip: str) -> dict[str, bytes]:
             if (size := sum(info.file_size for info in files)) > MAX_UNZIPPED:
                 raise DocumentError(f"its zip unpacks to {size / 1e6:,.0f} MB, more than the "
                                        f"{MAX_UNZIPPED / 1e6:,.0f} MB a document may hold")
-            return {info.filename: package.read(info) for info in files}
+            return {info.filename: read_entry(package, info) for info in files}
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError,
             RuntimeError) as e:            # RuntimeError: an entry with a password
         raise DocumentError(f"{not_a_zip}: {e}") from None
+
+
+def read_entry(package: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """An entry's bytes, inflated no further than the size it declares: ZipFile.read inflates up to 2 GB
+    at a time before it finds that an entry lies about its size. One that lies fails its CRC check."""
+    with package.open(info) as entry:
+        return entry.read(info.file_size + 1)
 
 
 def parse_part(name: str, data: bytes):
@@ -170,7 +177,7 @@ def write_package(document: bytes, changed: dict[str, bytes]) -> bytes:
     with zipfile.ZipFile(io.BytesIO(document)) as source, zipfile.ZipFile(out, "w") as target:
         for info in source.infolist():
             data = changed.get(info.filename)
-            target.writestr(info, source.read(info) if data is None else data)
+            target.writestr(info, read_entry(source, info) if data is None else data)
     return out.getvalue()
 
 

@@ -198,6 +198,31 @@ def test_a_zip_that_unpacks_to_too_much_is_refused(fixture_translator, monkeypat
         translate(fixture_translator, docx(paragraph(GERMAN[0] * 20)))
 
 
+def test_an_entry_that_lies_about_its_size_is_not_inflated_past_it(fixture_translator):
+    """The 1 GB check reads the sizes the entries declare: an entry of 1,000 bytes that inflates to 50 MB
+    was inflated whole (to 2 GB at a time) before its CRC failed; now no further than 1,000 bytes."""
+    import struct
+    import tracemalloc
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(docx(paragraph(run(GERMAN[0]))))) as source, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            target.writestr(info.filename, source.read(info))
+        target.writestr("word/media/zeros.bin", bytes(50_000_000))
+    document = bytearray(out.getvalue())
+    entry = document.rindex(b"PK\x01\x02")              # the last entry's central directory header
+    assert document[entry + 46:entry + 66] == b"word/media/zeros.bin"
+    struct.pack_into("<I", document, entry + 24, 1000)   # its uncompressed size
+    tracemalloc.start()
+    try:
+        with pytest.raises(TranslationError, match="Bad CRC-32 for file 'word/media/zeros.bin'"):
+            translate(fixture_translator, bytes(document))
+        assert tracemalloc.get_traced_memory()[1] < 10_000_000
+    finally:
+        tracemalloc.stop()
+
+
 def control(runs: str, properties: str = "") -> str:
     """An inline content control (a form's field) around `runs`."""
     return (f'<w:sdt><w:sdtPr><w:alias w:val="Feld"/><w:tag w:val="field"/><w:id w:val="7"/>{properties}</w:sdtPr>'
