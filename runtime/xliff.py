@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import html
+import re
 import warnings
 from html.parser import HTMLParser
 
@@ -42,7 +43,8 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
     if not document.strip():
         return document
     try:
-        root = etree.fromstring(document.encode("utf-8"), etree.XMLParser(resolve_entities=False))
+        # `document` is text: the encoding its declaration names was the file's, and is not read again.
+        root = etree.fromstring(document.encode("utf-8"), etree.XMLParser(resolve_entities=False, encoding="utf-8"))
     except (etree.XMLSyntaxError, ValueError) as e:
         raise DocumentError(f"not XLIFF: {e}") from None
     version = root.get("version", "")[:1]
@@ -64,6 +66,9 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
             source = declared if declared in translator.sources_into(language) else "auto"
         _translate_units(translator, _units(file, version), version, language, options, source, glossary, overrides)
     declaration = document[:document.index("?>") + 2] + "\n" if document.startswith("<?xml") else ""
+    # The translation is text, written as UTF-8 (mt-translate, mt-serve): a declaration naming another
+    # encoding would have readers take its letters beyond ASCII for others.
+    declaration = re.sub(r"""(\sencoding\s*=\s*)(["'])[^"']*\2""", r"\1\2UTF-8\2", declaration)
     out = etree.tostring(root.getroottree(), encoding="unicode")       # with a DOCTYPE or comments around the root
     return declaration + out + ("\n" if document.endswith("\n") else "")
 

@@ -127,3 +127,13 @@ def test_cli_translates_an_xliff_file(fixture_bundle, monkeypatch, tmp_path, cap
     (tmp_path / "messages.txt").write_text(xliff1(f"<source>{GERMAN[0]}</source>"), encoding="utf-8")
     code, _, err = invoke(main, ["--threads", str(ORT_THREADS), "-i", str(tmp_path / "messages.txt")], capsys)
     assert code == 0 and "--xliff translates its units" in err                # otherwise named: a note
+
+
+def test_a_declared_encoding_other_than_utf8_neither_garbles_nor_mislabels(fixture_translator):
+    # Before: the text was read again as Latin-1 ("SchÃ¶n" in source and target), and the file written
+    # as UTF-8 still said ISO-8859-1.
+    document = xliff1("<source>Schön, Grüße.</source>").replace('encoding="UTF-8"', "encoding='ISO-8859-1'")
+    out = fixture_translator.translate_xliff(document, **GREEDY)
+    assert out.startswith("<?xml version=\"1.0\" encoding='UTF-8'?>\n")
+    root = etree.fromstring(out.encode("utf-8"))
+    assert text(root.find(f".//{{{V1}}}source")) == "Schön, Grüße." and "Ã" not in out
