@@ -42,6 +42,8 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
 
     if not document.strip():
         return document
+    bom = "\ufeff" if document.startswith("\ufeff") else ""
+    document = document.removeprefix(bom)
     try:
         # `document` is text: the encoding its declaration names was the file's, and is not read again.
         root = etree.fromstring(document.encode("utf-8"), etree.XMLParser(resolve_entities=False, encoding="utf-8"))
@@ -70,7 +72,9 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
     # encoding would have readers take its letters beyond ASCII for others.
     declaration = re.sub(r"""(\sencoding\s*=\s*)(["'])[^"']*\2""", r"\1\2UTF-8\2", declaration)
     out = etree.tostring(root.getroottree(), encoding="unicode")       # with a DOCTYPE or comments around the root
-    return declaration + out + ("\n" if document.endswith("\n") else "")
+    out = declaration + out + ("\n" if document.endswith("\n") else "")
+    # XML reads every line's end as "\n": a file written with "\r\n" gets them back (lxml writes a "\r" in text as &#13;).
+    return bom + (out.replace("\n", "\r\n") if "\r\n" in document else out)
 
 
 def _local(element) -> str:

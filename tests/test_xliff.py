@@ -137,3 +137,12 @@ def test_a_declared_encoding_other_than_utf8_neither_garbles_nor_mislabels(fixtu
     assert out.startswith("<?xml version=\"1.0\" encoding='UTF-8'?>\n")
     root = etree.fromstring(out.encode("utf-8"))
     assert text(root.find(f".//{{{V1}}}source")) == "Schön, Grüße." and "Ã" not in out
+
+
+def test_crlf_line_endings_a_bom_and_the_declaration_are_kept(fixture_translator):
+    # Before: every line ended in "\n", and with a BOM the <?xml ...?> declaration was dropped.
+    document = "\ufeff" + xliff1(f"<source>{GERMAN[0]}</source>").replace("\n", "\r\n")
+    out = fixture_translator.translate_xliff(document, **GREEDY)
+    assert out.startswith('\ufeff<?xml version="1.0" encoding="UTF-8"?>\r\n<xliff ') and out.endswith("</xliff>\r\n")
+    assert out.count("\r\n") == document.count("\r\n") + 1 and "\n" not in out.replace("\r\n", "")   # + the target
+    assert text(targets(out[1:])["u0"]) == ENGLISH[0]
