@@ -130,6 +130,14 @@ class _Reader(HTMLParser):
     def handle_decl(self, decl):
         self.events.append(("other", "", f"<!{decl}>", {}))
 
+    def parse_html_declaration(self, i):
+        # A DOCTYPE with an internal subset (XHTML's entity declarations) ends at "]>", not at its first ">":
+        # HTMLParser's end would leave "]>" as text, written back as "]&gt;", which no XML parser reads.
+        if subset := DOCTYPE_SUBSET.match(self.rawdata, i):
+            self.handle_decl(subset.group()[2:-1])
+            return subset.end()
+        return super().parse_html_declaration(i)
+
     def handle_pi(self, data):
         self.events.append(("other", "", f"<?{data}>", {}))
 
@@ -139,6 +147,7 @@ class _Reader(HTMLParser):
 
 
 END_TAG = re.compile(r"</[^>]*>")
+DOCTYPE_SUBSET = re.compile(r"<!DOCTYPE[^>\[]*\[.*?\]\s*>", re.IGNORECASE | re.DOTALL)
 REFERENCE = re.compile(r"&#?[\w]+;?")
 
 
