@@ -27,6 +27,7 @@ ESCAPE_IN_TABLE = re.compile(r"([\\`*_\[\]<>|])")
 # Inline HTML that would make a parser take all that follows as its content (until its end tag, or
 # "-->"): it travels whole, as written, as other syntax does.
 RAW_TEXT_HTML = re.compile(r"</?(?:script|style|textarea|title)\b|<!", re.IGNORECASE)
+FRONT_MATTER = {"---": ("---", "..."), "+++": ("+++",)}     # a front matter's first line -> its last's
 BLOCK_START = re.compile(r"#{1,6}|[-+*]|\d{1,9}[.)]|[=_*-]+|[>`~<|].*")
 
 
@@ -54,11 +55,12 @@ def translate_markdown(translator, document: str, to=None, options=None, *, from
 
 
 def _front_matter(lines: list[str]) -> int:
-    """How many lines a leading YAML front matter (--- ... ---) takes, 0 if there is none."""
-    if lines and lines[0].strip() == "---":
-        for i, line in enumerate(lines[1:], start=1):
-            if line.strip() in ("---", "..."):
-                return i + 1
+    """How many lines a leading front matter takes, 0 if there is none: YAML's (--- ... ---) or TOML's
+    (+++ ... +++, Hugo's and Zola's, which Markdown would read as a paragraph)."""
+    ends = FRONT_MATTER.get(lines[0].strip()) if lines else None
+    for i, line in enumerate(lines[1:] if ends else [], start=1):
+        if line.strip() in ends:
+            return i + 1
     return 0
 
 

@@ -31,6 +31,13 @@ def test_text_is_translated_and_the_syntax_kept(fixture_translator):
                    f"```python\nprint('{GERMAN[7]}')\n```\n\n    {GERMAN[8]}\n\n<div>\n{GERMAN[10]}\n</div>\n")
 
 
+def test_toml_front_matter_is_kept(fixture_translator):
+    # Hugo's and Zola's front matter: it was read as a paragraph, translated and wrapped again.
+    front = f"+++\ntitle = '{GERMAN[9]}'\ndraft = false\n+++\n"
+    out = fixture_translator.translate_markdown(f"{front}\n# {GERMAN[0]}\n", **GREEDY)
+    assert out == f"{front}\n# {ENGLISH[0]}\n"
+
+
 def test_links_images_and_code_spans_come_back_as_written(fixture_translator):
     document = (f"{GERMAN[11]} [{GERMAN[12]}](../docs/a_b.md \"Titel\") `x * y` ![Bild *1*](img/a.png) "
                 f"<https://example.com/x_y> <b>{GERMAN[13]}</b>\n")
