@@ -28,7 +28,8 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @VARIANT
 @THREADS
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (0.0.0.0: every interface; there is no authentication).")
+              help="Address to listen on (0.0.0.0: every interface; there is no authentication). On "
+                   "loopback, requests must be addressed to localhost, 127.0.0.1 or [::1].")
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True, help="Port (0: any free one).")
 @click.option("--char-limit", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
               help="The most characters one request may ask to translate.")
@@ -39,7 +40,8 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @click.option("--glossary", metavar="FILE", help="Terms every request translates one way (the format of mt-translate "
                                                    "--glossary).")
 @click.option("--cors", metavar="ORIGIN", default=None,
-              help="Let web pages from ORIGIN (or '*': any) call the server from a browser (default: none).")
+              help="Let web pages from ORIGIN (or '*': any) call the server from a browser (default: none; "
+                   "a request from a page elsewhere is refused, 403).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Requests translated at once (one already uses every thread).")
 @click.option("--queue", type=click.IntRange(min=0), default=32, show_default=True, metavar="N",

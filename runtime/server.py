@@ -20,12 +20,14 @@ busy); up to `queue` more wait their turn, and past that a request gets 503 with
 a burst of clients slows the server down instead of running it out of memory. The answer to each text is kept (the last `cache`
 texts asked for), so a page or an app asking for the same strings again is answered at once. `api_key` is accepted and
 ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
-may call it from another origin only when `cors` names that origin (or "*"). A client that goes away
+may call it from another origin only when `cors` names that origin (or "*"): a request with another
+Origin is 403, and so, on loopback, is one whose Host is not this machine (DNS rebinding). A client that goes away
 is one line in the log, and its translation stops after the batch being decoded.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import mimetypes
 import secrets
@@ -300,6 +302,25 @@ def _count(value, name: str) -> int:
     return number
 
 
+def _host_name(host: str) -> str:
+    """The name in a Host header, less its port: 'localhost:5000' -> 'localhost', '[::1]:5000' -> '::1'."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+def _is_loopback(name: str) -> bool:
+    """Whether a host name is this machine whatever DNS says: localhost (*.localhost, as browsers
+    take it) or a loopback address."""
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _detected(tr) -> dict:
     sentence = next((s for s in tr.languages if s.language == tr.language), None)
     probability = sentence.probability if sentence and sentence.probability is not None else 0.0
@@ -319,6 +340,28 @@ class Handler(BaseHTTPRequestHandler):
         except ConnectionError as e:     # the client went away: no one to answer, nothing for the operator to do
             reason = str(e) if isinstance(e, ClientGone) else type(e).__name__
             self.log_message('"%s": the client went away (%s)', getattr(self, "requestline", "") or "-", reason)
+
+    def parse_request(self) -> bool:
+        """http.server's reading of the request line and headers, then a refusal (403) of what a web page
+        in a browser sends on its own: any request with an Origin that --cors does not name (a page may
+        POST text/plain or a form to any address, unasked), and, on a server listening on loopback only,
+        a Host that is not this machine (DNS rebinding: a page's own name pointed at 127.0.0.1, which
+        makes the server its own origin, answers and all)."""
+        if not super().parse_request():
+            return False
+        origin, host = self.headers.get("Origin"), self.headers.get("Host")
+        if origin is not None and self.service.cors not in ("*", origin):
+            refusal = (f"Forbidden: a web page from {origin} may not call this server (mt-serve --cors ORIGIN "
+                       f"lets one)")
+        elif host is not None and self.server.loopback_only and not _is_loopback(_host_name(host)):
+            refusal = (f"Forbidden: the Host {host!r} is not this machine; the server listens on loopback only "
+                       f"and answers requests to localhost, 127.0.0.1 or [::1] (a proxy in front of it must "
+                       f"send one of those)")
+        else:
+            return True
+        self.close_connection = True
+        self._answer(403, {"error": refusal})
+        return False
 
     def do_HEAD(self):               # GET's answer, less its body (_answer leaves it out)
         self.do_GET()
@@ -508,4 +551,6 @@ def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, qui
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     server.quiet = quiet
+    # Bound to loopback only: the Host of every request must name this machine (see Handler.parse_request)
+    server.loopback_only = ipaddress.ip_address(server.server_address[0]).is_loopback
     return server

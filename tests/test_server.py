@@ -252,6 +252,57 @@ def test_cors_only_when_asked(url, fixture_bundle):
         server.server_close()
 
 
+def ask_as(url: str, headers: dict, content_type: str = "text/plain") -> tuple[int, dict]:
+    """POST /translate with these headers (Host, Origin: what a browser sends), by http.client, which
+    sends Host as given."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+    body = json.dumps({"q": GERMAN[10], "source": "de", "target": "en"})
+    connection.request("POST", "/translate", body, {"Content-Type": content_type, **headers})
+    answer = connection.getresponse()
+    try:
+        return answer.status, json.loads(answer.read())
+    finally:
+        connection.close()
+
+
+def test_web_pages_and_dns_rebinding_are_refused(url, fixture_bundle):
+    """Any web page could make a browser POST text/plain (read as JSON) or a form to 127.0.0.1:5000 and
+    have it translated, and a page whose name was pointed at 127.0.0.1 (DNS rebinding) could read the
+    answers too: the Origin and the Host were not looked at."""
+    port = url.rsplit(":", 1)[1]
+    status, answer = ask_as(url, {"Origin": "http://evil.example"})
+    assert status == 403 and "a web page from http://evil.example may not call this server" in answer["error"]
+    status, answer = ask_as(url, {"Origin": "null"}, "application/x-www-form-urlencoded")
+    assert status == 403
+    status, answer = ask_as(url, {"Host": f"evil.example:{port}"})
+    assert status == 403 and "the Host 'evil.example:" in answer["error"]
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "LOCALHOST", "app.localhost"):
+        assert ask_as(url, {"Host": host}) == (200, {"translatedText": ENGLISH[10]}), host
+    assert call(url, "/languages")[0] == 200            # clients that send no Origin: as before
+
+    from mtkit.runtime import Translator
+    translator = Translator(fixture_bundle, variant="fp32", threads=1)
+    with serving(translator, quiet=True, cors="https://example.org") as where:
+        assert ask_as(where, {"Origin": "https://example.org"})[0] == 200
+        assert ask_as(where, {"Origin": "https://example.org.evil.example"})[0] == 403
+    with serving(translator, quiet=True, cors="*") as where:
+        assert ask_as(where, {"Origin": "https://anywhere.example"})[0] == 200
+    # Listening on every interface: reached by whatever names the machine has.
+    server = make_server(Service(translator, DecodeOptions(beam_size=1)), host="0.0.0.0", port=0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        where = f"http://127.0.0.1:{server.server_address[1]}"
+        assert ask_as(where, {"Host": "translate.lan"}) == (200, {"translatedText": ENGLISH[10]})
+        assert ask_as(where, {"Host": "translate.lan", "Origin": "http://evil.example"})[0] == 403
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_server_wide_glossary(fixture_bundle, tmp_path):
     from mtkit.runtime import Glossary, Translator
     glossary = Glossary.from_pairs("de", "en", [("Bananen", "plantains")])
@@ -502,7 +553,7 @@ def test_a_client_that_stalls_in_its_body_gets_408(fixture_translator):
     """It got 500 "internal error: TimeoutError" (after 60 s: here the server's timeout is made short)."""
     with serving(fixture_translator, timeout=0.5) as where, \
             socket.create_connection(("127.0.0.1", int(where.rsplit(":", 1)[1]))) as sock:
-        sock.sendall(b'POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+        sock.sendall(b'POST /translate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n'
                      b'Content-Length: 100\r\n\r\n{"q": "Hal')
         head, _, body = answer_on(sock).partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.0 408 ")
@@ -518,7 +569,7 @@ def test_a_client_that_goes_away_is_one_line_in_the_log_and_its_translation_stop
         capfd.readouterr()
         # Reset in the middle of its body.
         sock = socket.create_connection(("127.0.0.1", port))
-        sock.sendall(b'POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"q": "Hal')
+        sock.sendall(b'POST /translate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{"q": "Hal')
         time.sleep(0.2)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))     # close with a reset
         sock.close()
@@ -527,7 +578,7 @@ def test_a_client_that_goes_away_is_one_line_in_the_log_and_its_translation_stop
         lines = "\n".join(f"{i}. {GERMAN[i % len(GERMAN)]}" for i in range(4000)).encode()
         body, kind = form_data({"source": "de", "target": "en"}, ("many.txt", lines))
         with socket.create_connection(("127.0.0.1", port)) as sock:
-            sock.sendall(f"POST /translate_file HTTP/1.1\r\nHost: x\r\nContent-Type: {kind}\r\n"
+            sock.sendall(f"POST /translate_file HTTP/1.1\r\nHost: localhost\r\nContent-Type: {kind}\r\n"
                          f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         log += log_until(capfd, r'"POST /translate_file HTTP/1.1": the client went away \(stopped its '
                                 r'translation after \d+ of 4000 sentences\)\n')
