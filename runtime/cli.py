@@ -198,7 +198,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         if text:
             lines, total = iter(text), len(text)
         elif input_file and input_file != "-":
-            all_lines = read_lines(input_file, endings)
+            all_lines = read_lines(input_file, endings, keep_bom=bool(whole))
             lines, total = iter(all_lines), len(all_lines)
             if not whole and not quiet:
                 from .paragraphs import looks_wrapped
@@ -208,7 +208,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         elif not whole and sys.stdin.isatty() and sys.stdout.isatty():
             lines = typed_lines()
         else:
-            lines = decode_lines(sys.stdin.buffer, "stdin", endings)
+            lines = decode_lines(sys.stdin.buffer, "stdin", endings, keep_bom=bool(whole))
         if prefixes and len(starts) != total:
             raise InputError(f"{prefixes}: {len(starts):,} lines for {total:,} lines to translate: give one per line")
     except InputError as e:

@@ -46,13 +46,13 @@ def translate_file(translator, name: str, data: bytes, to=None, options=None, **
     if METHODS[kind] in BYTES:
         return getattr(translator, METHODS[kind])(data, to, options, **settings)
     try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise DocumentError(f"not UTF-8 (byte {data[e.start]:#x} at offset {e.start})") from None
     if kind == ".txt":
-        lines = text.split("\n")
+        lines = text.removeprefix("\ufeff").split("\n")     # as mt-translate reads lines: a BOM dropped
         done = translator.translate([line.rstrip("\r") for line in lines], to, options, **settings)
         translated = "\n".join(tr.text + ("\r" if line.endswith("\r") else "") for tr, line in zip(done, lines))
-    else:
+    else:       # a document's method keeps its byte-order mark (Translator._document)
         translated = getattr(translator, METHODS[kind])(text, to, options, **settings)
     return translated.encode("utf-8")

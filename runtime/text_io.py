@@ -69,9 +69,11 @@ def not_text(first_line: bytes) -> str | None:
     return None
 
 
-def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None = None) -> Iterator[str]:
+def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None = None,
+                 keep_bom: bool = False) -> Iterator[str]:
     """Lines of a binary stream as text, without their line ending ("\\n" or "\\r\\n"), which is
-    appended to `endings` if given ("" for a last line without one)."""
+    appended to `endings` if given ("" for a last line without one). A UTF-8 byte-order mark is
+    dropped, unless `keep_bom` (a whole document, which gets it back)."""
     for number, raw in enumerate(stream, start=1):
         # A zip's first line can be valid UTF-8 (its header's bytes vary with the time it was made).
         if number == 1 and (what := not_text(raw)):
@@ -84,7 +86,7 @@ def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None =
         line = line[:len(line) - len(ending)]
         if endings is not None:
             endings.append(ending)
-        if number == 1 and line.startswith("\ufeff"):       # a UTF-8 byte-order mark
+        if number == 1 and line.startswith("\ufeff") and not keep_bom:       # a UTF-8 byte-order mark
             line = line[1:]
         yield line
 
@@ -117,11 +119,11 @@ def open_binary(path: str | Path) -> BinaryIO:
         raise InputError(f"{path}: cannot open ({e.strerror or e})") from None
 
 
-def read_lines(path: str | Path, endings: list[str] | None = None) -> list[str]:
+def read_lines(path: str | Path, endings: list[str] | None = None, keep_bom: bool = False) -> list[str]:
     """All lines of a UTF-8 text file (gzip if it ends in .gz); their endings go to `endings` if given."""
     with open_binary(path) as f:
         try:
-            return list(decode_lines(f, str(path), endings))
+            return list(decode_lines(f, str(path), endings, keep_bom))
         except (OSError, EOFError) as e:   # e.g. a truncated or non-gzip .gz
             raise InputError(f"{path}: cannot read ({e})") from None
 

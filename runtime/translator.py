@@ -484,6 +484,10 @@ class Translator:
             # The target a given source picks, as mt-translate --from does (and named in the document's
             # language tags); else None stays None: a catalog's own target language, or the default.
             to = chosen
+        # A byte-order mark is not the document's: its parser would take it for text (a Markdown "# Title"
+        # for a paragraph), and some players read a subtitle file as UTF-8 only with it. So it goes around.
+        if kind is str and document.startswith("\ufeff"):
+            return "\ufeff" + translate(self, document[1:], to, options, from_lang=from_lang, glossary=glossary, **more)
         return translate(self, document, to, options, from_lang=from_lang, glossary=glossary, **more)
 
     def _direction(self, to: str | None, from_lang: str, glossary: Glossary | None = None) -> tuple[str, str, int]:

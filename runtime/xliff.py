@@ -42,8 +42,6 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
 
     if not document.strip():
         return document
-    bom = "\ufeff" if document.startswith("\ufeff") else ""
-    document = document.removeprefix(bom)
     try:
         # `document` is text: the encoding its declaration names was the file's, and is not read again.
         root = etree.fromstring(document.encode("utf-8"), etree.XMLParser(resolve_entities=False, encoding="utf-8"))
@@ -74,7 +72,7 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
     out = etree.tostring(root.getroottree(), encoding="unicode")       # with a DOCTYPE or comments around the root
     out = declaration + out + ("\n" if document.endswith("\n") else "")
     # XML reads every line's end as "\n": a file written with "\r\n" gets them back (lxml writes a "\r" in text as &#13;).
-    return bom + (out.replace("\n", "\r\n") if "\r\n" in document else out)
+    return out.replace("\n", "\r\n") if "\r\n" in document else out
 
 
 def _local(element) -> str:

@@ -486,3 +486,22 @@ def test_a_document_named_as_one_is_read_whole_unless_lines_are_asked_for(capsys
     assert code == 0 and out == f"<p>{ENGLISH[0]}</p>\n"                        # .html: --html, unasked
     code, out, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "--format", "jsonl", "-i", str(page))
     assert code == 0 and json.loads(out)["source"] == f"<p>{GERMAN[0]}</p>"      # jsonl is for lines: read as one
+
+
+def test_a_documents_byte_order_mark_is_kept_around_it(capsys, monkeypatch, tmp_path, fixture_translator):
+    """A whole document keeps its BOM (some players read a subtitle file as UTF-8 only with one), and its
+    parser never sees it: "\\ufeff# Titel" stayed a paragraph, its "#" lost. Lines of text drop it."""
+    from mtkit.runtime.documents import translate_file
+
+    srt = f"\ufeff1\r\n00:00:01,000 --> 00:00:02,000\r\n{GERMAN[0]}\r\n".encode()
+    (tmp_path / "in.srt").write_bytes(srt)
+    code, _, err = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "--subtitles", "-i",
+                       str(tmp_path / "in.srt"), "-o", str(tmp_path / "out.srt"))
+    assert code == 0, err
+    assert (tmp_path / "out.srt").read_bytes() == srt.replace(GERMAN[0].encode(), ENGLISH[0].encode())
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "--markdown",
+                         stdin=f"\ufeff# {GERMAN[1]}\n".encode())
+    assert code == 0 and out == f"\ufeff# {ENGLISH[1]}\n", err
+    assert fixture_translator.translate_markdown(f"\ufeff# {GERMAN[1]}\n", beam_size=1) == f"\ufeff# {ENGLISH[1]}\n"
+    assert translate_file(fixture_translator, "a.srt", srt, beam_size=1).startswith(b"\xef\xbb\xbf1\r\n")
+    assert translate_file(fixture_translator, "a.txt", f"\ufeff{GERMAN[0]}".encode(), beam_size=1) == ENGLISH[0].encode()
