@@ -82,10 +82,14 @@ def translate_fragments(translator, fragments: list[str], to=None, options=None,
 
 def _relabel(raw: str, language: str) -> str:
     """The page's own language (`<html lang="de">`, and XHTML's `xml:lang`) becomes the one it was
-    translated into."""
-    if not raw[:5].lower() == "<html":
-        return raw
-    return re.sub(r"""(\s(?:xml:)?lang\s*=\s*["']?)[A-Za-z-]+""", lambda m: m.group(1) + language, raw)
+    translated into, and the encoding it declares (a <meta> charset, XHTML's XML declaration) UTF-8, which
+    the page is written in: a Latin-1 label over a translation's UTF-8 letters shows them garbled."""
+    start = raw[:5].lower()
+    if start == "<html":
+        return re.sub(r"""(\s(?:xml:)?lang\s*=\s*["']?)[A-Za-z-]+""", lambda m: m.group(1) + language, raw)
+    if start in ("<meta", "<?xml"):
+        return re.sub(r"""((?:charset|encoding)\s*=\s*["']?)[\w.:-]+""", r"\1UTF-8", raw, flags=re.I)
+    return raw
 
 
 # ----- reading: events, then blocks --------------------------------------------------------------

@@ -310,6 +310,17 @@ def test_xhtml_names_its_language_twice_and_both_follow(fixture_translator):
     assert translate(fixture_translator, page) == page.replace('"de"', '"en"').replace(GERMAN[0], ENGLISH[0])
 
 
+def test_a_declared_encoding_becomes_the_utf8_the_page_is_written_in(fixture_translator):
+    """A page labelled Latin-1 (its bytes ASCII, so it was read) came back in UTF-8 under that label."""
+    head = ('<?xml version="1.0" encoding="ISO-8859-1"?>\n<html><head><meta charset="iso-8859-1">'
+            '<meta http-equiv="Content-Type" content="text/html; charset=windows-1252"></head>')
+    page = f"{head}<body><p>{GERMAN[0]}</p><a href='q?charset=latin1'></a></body></html>"
+    expected = (f'<?xml version="1.0" encoding="UTF-8"?>\n<html><head><meta charset="UTF-8">'
+                f'<meta http-equiv="Content-Type" content="text/html; charset=UTF-8"></head>'
+                f"<body><p>{ENGLISH[0]}</p><a href='q?charset=latin1'></a></body></html>")
+    assert translate(fixture_translator, page) == expected
+
+
 @pytest.mark.parametrize("mark", ['<span epub:type="pagebreak" id="Page_5">5</span>', '<sup><a href="#fn1">1</a></sup>',
                                   "<b>(3)</b>"])
 def test_an_element_of_numbers_glued_to_a_word_travels_whole(fixture_translator, mark):
