@@ -58,7 +58,10 @@ def translate_po(translator, document: str, to=None, options=None, *, from_lang:
         e.flags.insert(0, FUZZY)                 # first, as msgmerge writes it
     if not catalog.metadata.get("Language"):
         catalog.metadata["Language"] = to
-    return str(catalog) + "\n"
+    if "Content-Type" in catalog.metadata:      # written in UTF-8: a Latin-1 label would garble its letters
+        catalog.metadata["Content-Type"] = re.sub(r"charset=[\w.:-]+", "charset=UTF-8", catalog.metadata["Content-Type"])
+    out = str(catalog).rstrip("\n") + "\n"
+    return out.replace("\n", "\r\n") if "\r\n" in document else out     # a Windows file keeps its line ends
 
 
 def catalog_language(catalog, translator) -> str | None:

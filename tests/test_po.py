@@ -55,6 +55,16 @@ def test_untranslated_messages_are_translated_and_flagged_fuzzy(fixture_translat
     assert out.metadata["Language"] == "en" and out.header == "A catalog."
 
 
+@pytest.mark.parametrize("charset", ["ISO-8859-1", "CHARSET"])     # CHARSET: a template's placeholder
+def test_the_file_comes_back_as_written_its_charset_the_utf8_it_is_in(fixture_translator, charset):
+    """Before: CRLF became LF, a blank line was added at the end, and a Latin-1 label stayed over UTF-8."""
+    document = catalog(entry(GERMAN[0])).replace("charset=UTF-8", f"charset={charset}").replace("\n", "\r\n")
+    out = fixture_translator.translate_po(document, from_lang="de", **GREEDY)
+    expected = document.replace(f"charset={charset}", "charset=UTF-8").replace(
+        f'msgid "{GERMAN[0]}"\r\nmsgstr ""', f'#, fuzzy\r\nmsgid "{GERMAN[0]}"\r\nmsgstr "{ENGLISH[0]}"')
+    assert out == expected
+
+
 def test_the_target_is_the_catalogs_language_or_must_be_given(fixture_translator):
     english = fixture_translator.translate_po(catalog(entry(GERMAN[0])), from_lang="de", **GREEDY)
     assert polib.pofile(english)[0].msgstr == ENGLISH[0]
