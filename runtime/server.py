@@ -17,7 +17,9 @@ when its body stops coming) and {"error": "..."}; a fault of the model or the ma
 detail in the server's log only (it names the server's files). One Translator serves every request.
 Requests are read in threads, but only `concurrency` translate at once (one already keeps every core
 busy); up to `queue` more wait their turn, and past that a request gets 503 with Retry-After, so that
-a burst of clients slows the server down instead of running it out of memory. The answer to each text is kept (the last `cache`
+a burst of clients slows the server down instead of running it out of memory; for that too, the bodies
+held at once (read, waiting or translating) fit in `concurrency` + 3 of the largest, and a request past
+that is 503 before its body is read. The answer to each text is kept (the last `cache`
 texts asked for), so a page or an app asking for the same strings again is answered at once. `api_key` is accepted and
 ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
 may call it from another origin only when `cors` names that origin (or "*"): a request with another
@@ -114,6 +116,30 @@ class Admission:
                 self.inside -= 1
 
 
+class BodyBudget:
+    """At most `size` bytes of request bodies (as their Content-Length says) held at once, from before
+    they are read until they are answered: past that a request is refused at once (503), its body unread,
+    so that many clients uploading at once cannot run the machine out of memory (parsing a form's file
+    takes about ten times its size, and a request waiting its turn keeps its body)."""
+
+    def __init__(self, size: int):
+        self.size, self.used = size, 0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self, length: int):
+        with self._lock:
+            if self.used + length > self.size:
+                raise RequestError(503, f"busy: the requests being read and translated fill the memory set "
+                                        f"aside for them ({self.size} bytes); retry later")
+            self.used += length
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.used -= length
+
+
 class AnswerCache:
     """The answers to the last `size` texts asked for, by everything that decides them (0: none kept)."""
 
@@ -154,13 +180,23 @@ class Service:
     files: int = 32                  # translated files kept for download
     file_char_limit: int = 1_000_000     # characters of a text file (.txt, .html, ...) to translate
     admission: Admission = field(init=False, repr=False)
+    bodies: BodyBudget = field(init=False, repr=False)
     answers: AnswerCache = field(init=False, repr=False)
     downloads: AnswerCache = field(init=False, repr=False)
 
     def __post_init__(self):
         self.admission = Admission(self.concurrency, self.queue)
+        # Room for the bodies of the largest requests translating and three waiting (the queue may hold
+        # more that are smaller).
+        largest = max(self.body_limit("multipart/form-data"), self.body_limit("application/json"))
+        self.bodies = BodyBudget((self.concurrency + 3) * largest)
         self.answers = AnswerCache(self.cache)
         self.downloads = AnswerCache(self.files)
+
+    def body_limit(self, kind: str) -> int:
+        """The most bytes a body of this Content-Type may have: a file's, or `char_limit` characters as
+        UTF-8 and JSON escapes, with room to spare for a form's headers."""
+        return (self.file_limit if kind == "multipart/form-data" else 8 * self.char_limit) + 65536
 
     def health(self) -> dict:
         return {"status": "ok", "languages": self.translator.languages}
@@ -395,9 +431,11 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path not in POST_ROUTES:
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
-            params = self._params()
-            with translation_progress(self._stop_if_gone):      # told after each batch: a good time to stop
-                status, answer = 200, getattr(self.service, POST_ROUTES[path])(params)
+            length, kind = self._body_length()
+            with self.service.bodies.hold(length):
+                params = self._params(length, kind)
+                with translation_progress(self._stop_if_gone):      # told after each batch: a good time to stop
+                    status, answer = 200, getattr(self.service, POST_ROUTES[path])(params)
             if "translatedFileUrl" in answer:               # a whole address, as LibreTranslate gives
                 answer["translatedFileUrl"] = f"http://{self.headers.get('Host', 'localhost')}" + answer["translatedFileUrl"]
         except RequestError as e:
@@ -441,7 +479,8 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._answer(code, {"error": message or HTTPStatus(code).phrase})
 
-    def _params(self) -> dict:
+    def _body_length(self) -> tuple[int, str]:
+        """The length of the request's body, within the limit for its Content-Type, and that type."""
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():     # else read as no body at all
             raise RequestError(411, "Invalid request: send the body with a Content-Length (chunked transfer "
                                     "is not supported)")
@@ -452,9 +491,11 @@ class Handler(BaseHTTPRequestHandler):
         if length < 0:
             raise RequestError(400, "Invalid request: bad Content-Length")
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        limit = self.service.file_limit if kind == "multipart/form-data" else 8 * self.service.char_limit
-        if length > limit + 65536:        # UTF-8 and JSON escapes, a form's headers: with room to spare
+        if length > self.service.body_limit(kind):
             raise RequestError(413, f"Invalid request: a body of {length} bytes is over the limit")
+        return length, kind
+
+    def _params(self, length: int, kind: str) -> dict:
         try:
             body = self.rfile.read(length) if length > 0 else b""
         except TimeoutError:

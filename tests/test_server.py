@@ -587,3 +587,31 @@ def test_a_client_that_goes_away_is_one_line_in_the_log_and_its_translation_stop
         log += capfd.readouterr().err
     assert len(re.findall("the client went away", log)) == 2, log
     assert "Traceback" not in log and "internal error" not in log and '"POST /translate_file HTTP/1.1" 200' not in log
+
+
+def test_uploads_at_once_are_held_to_a_memory_budget(fixture_translator):
+    """Every upload was read and parsed at once, before its turn: six clients sending 19 MB files took
+    the server from 100 MB to 1.25 GB, and more would run the machine out of memory. Bodies now fill a
+    budget of the largest request's size times (concurrency + 3); past it a request is refused at once."""
+    with serving(fixture_translator, quiet=True, file_limit=100_000, char_limit=2000) as where:
+        port = int(where.rsplit(":", 1)[1])
+        largest = 100_000 + 65536
+        stalled = []
+        for _ in range(4):          # four of the largest uploads, slowly sent: the budget is full
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(f"POST /translate_file HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; "
+                         f"boundary=b\r\nContent-Length: {largest}\r\n\r\n--b\r\n".encode())
+            stalled.append(sock)
+        request = {"q": GERMAN[11], "source": "de", "target": "en"}
+        deadline = time.monotonic() + 30
+        while (answer := call(where, "/translate", request))[0] == 200 and time.monotonic() < deadline:
+            time.sleep(0.05)            # until the server has read the four requests' headers
+        assert answer == (503, {"error": f"busy: the requests being read and translated fill the memory set "
+                                         f"aside for them ({4 * largest} bytes); retry later"})
+        assert call(where, "/languages")[0] == 200          # what has no body is not held up
+        stalled.pop().close()           # one gives up: there is room again
+        while (answer := call(where, "/translate", request))[0] == 503 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert answer == (200, {"translatedText": ENGLISH[11]})
+        for sock in stalled:
+            sock.close()
