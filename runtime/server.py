@@ -426,8 +426,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         path = urlsplit(self.path).path.rstrip("/")
         if path in GET_ROUTES:
-            return self._wrong_method(path, "GET")
-        headers = {}
+            self._wrong_method(path, "GET")
+            return self._discard_body()
+        headers, self._body_read = {}, False
         try:
             if path not in POST_ROUTES:
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
@@ -449,6 +450,8 @@ class Handler(BaseHTTPRequestHandler):
             self._log_fault("internal error on %s: %r", path, e)
             status, answer = 500, {"error": f"internal error: {type(e).__name__}"}
         self._answer(status, answer, headers)
+        if not self._body_read:
+            self._discard_body()
 
     def do_PUT(self):               # JSON, as every answer is, not http.server's HTML page for 501
         self._answer(405, {"error": f"method not allowed: {self.command}; use GET or POST"},
@@ -459,6 +462,21 @@ class Handler(BaseHTTPRequestHandler):
     def _wrong_method(self, path: str, allowed: str) -> None:
         self._answer(405, {"error": f"method not allowed: {self.command} {path}; use {allowed}"},
                      {"Allow": f"{allowed}{', HEAD' if allowed == 'GET' else ''}, OPTIONS"})
+
+    def _discard_body(self) -> None:
+        """Reads and drops the body of a request refused before it was read (up to the largest body
+        taken), then closes: a client that sends its whole body before it reads (Python's http.client and
+        urllib do) got a broken pipe, not its answer, when the connection closed on what it was sending."""
+        self.close_connection = True
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return
+        try:
+            largest = max(self.service.body_limit("multipart/form-data"), self.service.body_limit(""))
+            left = min(int(self.headers.get("Content-Length") or 0), largest)
+            while left > 0 and (chunk := self.rfile.read(min(left, 65536))):
+                left -= len(chunk)
+        except (ValueError, OSError):       # no usable length; a client that stalls or goes: it is left
+            pass
 
     def _stop_if_gone(self, done: int, total: int) -> None:
         """The progress callback of a request's translation: stops it if its client has closed the
@@ -496,6 +514,7 @@ class Handler(BaseHTTPRequestHandler):
         return length, kind
 
     def _params(self, length: int, kind: str) -> dict:
+        self._body_read = True          # or given up on: not to be read again
         try:
             body = self.rfile.read(length) if length > 0 else b""
         except TimeoutError:

@@ -615,3 +615,15 @@ def test_uploads_at_once_are_held_to_a_memory_budget(fixture_translator):
         assert answer == (200, {"translatedText": ENGLISH[11]})
         for sock in stalled:
             sock.close()
+
+
+@pytest.mark.parametrize("path, status, message", [
+    ("/translate", 413, "a body of 7999999 bytes is over the limit"),
+    ("/nowhere", 404, "no such endpoint: POST /nowhere"),
+    ("/languages", 405, "method not allowed: POST /languages; use GET"),
+])
+def test_a_body_refused_unread_still_gets_its_answer(url, path, status, message):
+    """urllib (and http.client) send the whole body before reading: refused before it was read, the
+    connection closed on it, and they got 'URLError: [Errno 32] Broken pipe', not the answer."""
+    got, _, text = raw_call(url, path, json.dumps({"q": "a" * 7_999_990}).encode())
+    assert got == status and message in json.loads(text)["error"]
