@@ -492,8 +492,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ClientGone(f"stopped its translation after {done} of {total} sentences")
 
     def send_error(self, code, message=None, explain=None):
-        """http.server's own refusals (a method it has no do_ for, a malformed request) in JSON too."""
-        self.log_error("code %d, message %s", code, message)
+        """http.server's own refusals (a method it has no do_ for, a malformed request) in JSON too, and
+        one line in the log, the request's (its message is the client's)."""
         self.close_connection = True
         self._answer(code, {"error": message or HTTPStatus(code).phrase})
 

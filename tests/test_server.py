@@ -627,3 +627,17 @@ def test_a_body_refused_unread_still_gets_its_answer(url, path, status, message)
     connection closed on it, and they got 'URLError: [Errno 32] Broken pipe', not the answer."""
     got, _, text = raw_call(url, path, json.dumps({"q": "a" * 7_999_990}).encode())
     assert got == status and message in json.loads(text)["error"]
+
+
+def test_a_request_http_server_refuses_is_one_line_in_the_log(fixture_translator, capfd):
+    """It was two: "code 501, message Unsupported method ('FOO')", then the request's line."""
+    with serving(fixture_translator) as where:
+        capfd.readouterr()
+        for request in (b"FOO /translate HTTP/1.1\r\nHost: localhost\r\n\r\n", b"GET / HTTP/1.1 x\r\n\r\n",
+                        b"GET /languages HTTP/1.1\r\nHost: localhost\r\nX: " + b"a" * 70000 + b"\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", int(where.rsplit(":", 1)[1]))) as sock:
+                sock.sendall(request)
+                assert b'{"error": ' in answer_on(sock)
+        log = log_until(capfd, r'"GET /languages HTTP/1.1" 431 ')
+    assert len(log.splitlines()) == 3, log
+    assert '"FOO /translate HTTP/1.1" 501 ' in log and '"GET / HTTP/1.1 x" 400 ' in log
