@@ -641,3 +641,23 @@ def test_a_request_http_server_refuses_is_one_line_in_the_log(fixture_translator
         log = log_until(capfd, r'"GET /languages HTTP/1.1" 431 ')
     assert len(log.splitlines()) == 3, log
     assert '"FOO /translate HTTP/1.1" 501 ' in log and '"GET / HTTP/1.1 x" 400 ' in log
+
+
+def test_a_client_that_expects_100_continue_is_told_to_go_on(url):
+    """curl sends 'Expect: 100-continue' with a body over 1 MB and waits for it before sending: never
+    told, it waited a second on every upload. A refusal comes instead, and the body is not waited for."""
+    port = int(url.rsplit(":", 1)[1])
+    body = json.dumps({"q": GERMAN[12], "source": "de", "target": "en"}).encode()
+    head = (f"POST /translate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            f"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall((head % len(body)).encode())
+        sock.settimeout(0.5)            # curl waits 1 s
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        status, _, answer = answer_on(sock).partition(b"\r\n\r\n")
+        assert status.startswith(b"HTTP/1.0 200 ") and json.loads(answer) == {"translatedText": ENGLISH[12]}
+    with socket.create_connection(("127.0.0.1", port)) as sock:       # over the limit: no body is waited for
+        sock.sendall((head % 10_000_000).encode())
+        status, _, answer = answer_on(sock).partition(b"\r\n\r\n")
+        assert status.startswith(b"HTTP/1.0 413 ") and "over the limit" in json.loads(answer)["error"]
