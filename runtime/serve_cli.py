@@ -28,7 +28,7 @@ Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted 
 @VARIANT
 @THREADS
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (0.0.0.0: every interface; there is no authentication). On "
+              help="Address to listen on (0.0.0.0: every interface, :: with IPv6; there is no authentication). On "
                    "loopback, requests must be addressed to localhost, 127.0.0.1 or [::1].")
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True, help="Port (0: any free one).")
 @click.option("--char-limit", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
@@ -85,6 +85,7 @@ def main(model, provider, variant, threads, host, port, char_limit, file_limit, 
     except OSError as e:
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None
     bound_host, bound_port = server.server_address[:2]
+    bound_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     print(f"{PROG}: {translator.path} ({translator.provider}, {translator.variant}; "
           f"{', '.join(f'{a}->{b}' for a, b in translator.directions) or ', '.join(translator.languages)}) "
           f"on http://{bound_host}:{bound_port}; Ctrl-C stops it", file=sys.stderr, flush=True)

@@ -615,7 +615,11 @@ def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, qui
     """A threaded HTTP server for `service`, bound and ready for `serve_forever()` (port 0: any free one).
     `timeout`: the seconds a client may stall in sending its request before it is answered 408."""
     handler = type("ServiceHandler", (Handler,), {"service": service, "timeout": timeout})
-    server = ThreadingHTTPServer((host, port), handler)
+    host = host.strip("[]")
+    kind = ThreadingHTTPServer
+    if ":" in host:                 # an IPv6 address (::1, ::), which an IPv4 socket cannot take
+        kind = type("ThreadingHTTPServer6", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+    server = kind((host, port), handler)
     server.daemon_threads = True
     server.quiet = quiet
     # Bound to loopback only: the Host of every request must name this machine (see Handler.parse_request)

@@ -648,8 +648,8 @@ def test_a_client_that_expects_100_continue_is_told_to_go_on(url):
     told, it waited a second on every upload. A refusal comes instead, and the body is not waited for."""
     port = int(url.rsplit(":", 1)[1])
     body = json.dumps({"q": GERMAN[12], "source": "de", "target": "en"}).encode()
-    head = (f"POST /translate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            f"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n")
+    head = ("POST /translate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            "Expect: 100-continue\r\nContent-Length: %d\r\n\r\n")
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall((head % len(body)).encode())
         sock.settimeout(0.5)            # curl waits 1 s
@@ -661,3 +661,20 @@ def test_a_client_that_expects_100_continue_is_told_to_go_on(url):
         sock.sendall((head % 10_000_000).encode())
         status, _, answer = answer_on(sock).partition(b"\r\n\r\n")
         assert status.startswith(b"HTTP/1.0 413 ") and "over the limit" in json.loads(answer)["error"]
+
+
+def test_it_listens_on_an_ipv6_address(fixture_translator):
+    """--host ::1 was 'cannot listen on ::1:5000 (Address family for hostname not supported)'."""
+    try:
+        socket.socket(socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6 here")
+    server = make_server(Service(fixture_translator, DecodeOptions(beam_size=1)), host="[::1]", port=0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert server.loopback_only
+        assert call(f"http://[::1]:{server.server_address[1]}", "/translate",
+                    {"q": GERMAN[13], "source": "de", "target": "en"}) == (200, {"translatedText": ENGLISH[13]})
+    finally:
+        server.shutdown()
+        server.server_close()
