@@ -785,6 +785,21 @@ async def test_layout_fits_the_terminal(stand_in, size):
 
 
 @run_async
+async def test_a_tiny_pane_keeps_the_app_and_the_text(stand_in):
+    """A tmux pane squeezed to a few columns: the editors' placeholders made Textual raise
+    (ValueError in wrapping) at 9 columns or fewer, and the app ended with the text typed."""
+    async with running_app() as (app, pilot):
+        await paste(pilot, "Hallo")
+        await settle(pilot)
+        for size in [(9, 24), (3, 3), (1, 1), (20, 5), (40, 10)]:
+            await pilot.resize_terminal(*size)
+            await pilot.press("ctrl+l")         # the source empty too: both placeholders on show
+            await pilot.press("ctrl+z")
+            await settle(pilot)
+        assert app.is_running and app.source_text == "Hallo" and app.target_text == fake("Hallo", "en")
+
+
+@run_async
 async def test_messages_name_the_apps_controls(fixture_bundle):
     """The runtime's CUDA error advises `--provider cpu`; the app names its own switch instead."""
     from mtkit.runtime.onnx_backend import cuda_available
