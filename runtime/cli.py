@@ -287,6 +287,9 @@ def kept_sentences(translator, output: str | None, quiet: bool):
     kept = decode_cache.beside(output)
     earlier = kept.exists()
     with translator.decode_cache(kept) as cache:
+        if cache.damaged and not quiet:
+            print(f"{PROG}: note: the sentences an interrupted run kept ({kept}) could not be read ({cache.damaged}); "
+                  f"decoding them again", file=sys.stderr)
         if earlier and len(cache) and not quiet:
             print(f"{PROG}: note: going on with the {len(cache):,} sentences an interrupted run decoded ({kept})",
                   file=sys.stderr)

@@ -36,36 +36,65 @@ class DecodeCache:
         self.path, self.namespace = Path(path), namespace
         self.lock = threading.Lock()         # batches are kept from the threads that decode them
         self.closed = False
-        existed = self.path.exists()
+        self.damaged: str | None = None      # why an earlier run's cache was unreadable, and started afresh
         self.connection = None
+        try:
+            self.open()
+        except sqlite3.DatabaseError as e:
+            if not made_by_sqlite(self.path):       # a stray file of that name is not ours to delete
+                raise self.failed(e) from None
+            # An earlier run's cache, damaged (cut short, a bad disk): it only saves decoding, so its
+            # sentences are decoded again rather than the run refused.
+            self.damaged = str(e)
+            for damaged in (self.path, self.path.with_name(self.path.name + "-journal")):
+                damaged.unlink(missing_ok=True)
+            self.open()
+
+    def open(self) -> None:
+        """Connect, with the table made and the file checked (a damaged one fails here, not mid-run)."""
+        import sqlite3
+
+        existed = self.path.exists()
         try:
             self.connection = sqlite3.connect(self.path, check_same_thread=False)
             with self.connection:
                 self.connection.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT)")
+            if self.connection.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok":   # its details: lines of pages
+                raise sqlite3.DatabaseError("database disk image is malformed")
         except sqlite3.Error as e:              # not a cache file (a stray file of that name), or unwritable
             if self.connection is not None:
                 self.connection.close()
             if not existed:                     # SQLite made it before failing (a full disk): none is left
                 self.path.unlink(missing_ok=True)
+            if existed and damage(e):
+                raise                           # the caller tells a damaged cache from a stray file
             raise self.failed(e) from None
 
     def failed(self, error: Exception) -> TranslationError:
         return TranslationError(f"{self.path}: cannot keep decoded sentences there ({error})")
 
     def __len__(self) -> int:
-        return self.connection.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        import sqlite3
+        try:
+            return self.connection.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        except sqlite3.Error as e:
+            raise self.failed(e) from None
 
     def key(self, source: list[int], prefix, opts) -> str:
         return json.dumps([self.namespace, repr(opts), list(source), repr(prefix)])
 
     def lookup(self, sources: list[list[int]], prefixes: list, opts) -> dict[int, Result]:
         """The results kept for these sources, by their index."""
+        import sqlite3
         keys = [self.key(s, p, opts) for s, p in zip(sources, prefixes)]
         found: dict[str, Result] = {}
         for start in range(0, len(keys), 500):              # SQLite's limit on one query's parameters
             chunk = keys[start:start + 500]
             query = f"SELECT key, result FROM results WHERE key IN ({','.join('?' * len(chunk))})"
-            found.update((key, _result(text)) for key, text in self.connection.execute(query, chunk))
+            try:
+                found.update((key, _result(text)) for key, text in self.connection.execute(query, chunk))
+            except sqlite3.Error as e:
+                raise self.failed(e) from None
         return {i: found[key] for i, key in enumerate(keys) if key in found}
 
     def keep(self, sources: list[list[int]], prefixes: list, opts, results: list[Result]) -> None:
@@ -85,11 +114,29 @@ class DecodeCache:
         """Closed; deleted if it holds nothing (a run that failed at once leaves no file behind). Under
         the lock: SQLite closed under a batch thread's write crashed the process (a segfault)."""
         with self.lock:
-            empty = not len(self)
+            try:
+                empty = not len(self)
+            except TranslationError:            # unreadable now: left for the next run to judge
+                empty = False
             self.connection.close()
             self.closed = True
         if empty:
             self.path.unlink(missing_ok=True)
+
+
+def damage(error: Exception) -> bool:
+    """Whether SQLite's `error` says a file is no sound database (not: unwritable, locked, a full disk)."""
+    import sqlite3
+    return isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError)
+
+
+def made_by_sqlite(path: Path) -> bool:
+    """Whether the file at `path` starts as every SQLite database does (damaged or not)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def _result(text: str) -> Result:

@@ -57,6 +57,22 @@ def test_a_cache_that_cannot_be_one_is_a_clear_error(model, tmp_path, capsys):
     assert not (tmp_path / "letter.docx").exists()
 
 
+def test_a_damaged_cache_is_decoded_again_with_a_note(model, fixture_translator, tmp_path, capsys):
+    """An interrupted run's cache, damaged (its pages scribbled over): a note, and the sentences decoded
+    again; it was a traceback (sqlite3.DatabaseError from len()) or an error that refused the file."""
+    source = tmp_path / "brief.docx"
+    source.write_bytes(docx("".join(paragraph(g) for g in GERMAN[:8])))
+    kept = tmp_path / ".letter.docx.partial.cache"
+    with fixture_translator.decode_cache(kept):
+        fixture_translator.translate_docx(source.read_bytes(), "en", from_lang="de", **GREEDY)
+    data = bytearray(kept.read_bytes())
+    data[4096 + 8:] = b"\xff" * (len(data) - 4096 - 8)        # the header stays: SQLite's file, damaged
+    kept.write_bytes(data)
+    code, _, err = cli(capsys, "-i", str(source), "-o", str(tmp_path / "letter.docx"))
+    assert code == 0 and "Traceback" not in err and "could not be read" in err and "decoding them again" in err
+    assert texts((tmp_path / "letter.docx").read_bytes()) == ENGLISH[:8] and not kept.exists()
+
+
 def test_a_run_that_fails_before_decoding_leaves_no_cache(model, tmp_path, capsys):
     (tmp_path / "broken.docx").write_bytes(b"PK\x03\x04 and then no zip")
     code, _, err = cli(capsys, "-i", str(tmp_path / "broken.docx"), "-o", str(tmp_path / "letter.docx"))
