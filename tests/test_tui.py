@@ -735,6 +735,25 @@ async def test_a_long_line_keeps_the_keys_responsive(stand_in):
         assert "Line 1" in str(app.query_one("#alignment-caption").render())
 
 
+@run_async
+async def test_quit_with_text_in_the_source_asks_for_a_second_ctrl_q(stand_in):
+    """Nothing keeps the text once the app ends: ctrl+q quit at once and it was gone."""
+    async with running_app() as (app, pilot):
+        await paste(pilot, "Ein langer Text, den ich nicht verlieren will.")
+        await settle(pilot)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert app.is_running and app.source_text.startswith("Ein langer Text")
+        assert any("press ctrl+q again" in n.message for n in app._notifications)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert not app.is_running
+    async with running_app() as (app, pilot):      # nothing typed: nothing to lose
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert not app.is_running
+
+
 def test_quit_does_not_wait_for_a_running_translation():
     """A decode cannot be interrupted: mt-tui's `run` ends the process without waiting for it.
     Here the translation never ends (the stand-in holds it for 60 s)."""
@@ -752,7 +771,7 @@ def test_quit_does_not_wait_for_a_running_translation():
             pilot.app.query_one("#source").insert("Hallo")
             while not translator.calls:
                 await pilot.pause(0.02)
-            await pilot.press("ctrl+q")
+            await pilot.press("ctrl+q", "ctrl+q")      # twice: there is text in the source
 
         run(MTApp(model_path=STAND_IN, provider="cpu", debounce=0.05, translator=translator),
             headless=True, auto_pilot=quit_while_translating)

@@ -11,6 +11,7 @@ and keeps that start while its source line stays as it is.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from .status import ErrorBar, StatusLine
 DEBOUNCE_SECONDS = 0.4
 NARROW = 100            # columns: below, the screen is -narrow and the footer compact
 NO_MODEL = "No model loaded. ctrl+o opens a bundle."
+QUIT_AGAIN_SECONDS = 4  # with text in the source, ctrl+q quits when pressed again within this
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class MTApp(App):
         self.requests = Requests(self, debounce, due=self.translate_source, done=self.show_result,
                                  failed=self.translation_failed)
         self.loads = Loads(self, ready=self.model_ready, failed=self.load_failed, threads=threads, variant=variant)
+        self.quit_asked = -QUIT_AGAIN_SECONDS     # when ctrl+q last warned (time.monotonic)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -343,6 +346,17 @@ class MTApp(App):
         self.outcome = replace(entry, generation=self.requests.generation)
         self.errors.clear("translation")
         self.status.update(f"Restored from history ({entry.settings}).")
+
+    def action_quit(self) -> None:
+        """The text lives only in the app (nothing is kept on disk): with some in the source, a first
+        ctrl+q only says so, and a second one quits."""
+        now = time.monotonic()
+        if self.source_text.strip() and now - self.quit_asked > QUIT_AGAIN_SECONDS:
+            self.quit_asked = now
+            self.notify("Quitting drops the text (nothing is kept on disk): press ctrl+q again to quit.",
+                        severity="warning", timeout=QUIT_AGAIN_SECONDS)
+            return
+        self.exit()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -27,7 +27,7 @@ KEYS = [
     ("ctrl+l", "clear the source"),
     ("tab, shift+tab", "move between the editors, the settings and the panels"),
     ("ctrl+p", "command palette"),
-    ("ctrl+q", "quit"),
+    ("ctrl+q", "quit; with text in the source, press it twice (the text is not kept)"),
 ]
 
 ABOUT = [
