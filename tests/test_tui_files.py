@@ -106,6 +106,22 @@ async def test_what_cannot_be_translated_is_said_in_the_dialog(fixture_bundle, t
 
 
 @run_async
+async def test_an_existing_file_is_replaced_only_on_a_second_enter(fixture_bundle, tmp_path):
+    """The proposed name may be a translation corrected by hand: enter, enter wrote over it unasked."""
+    source, target = tmp_path / "lines.txt", tmp_path / "lines.en.txt"
+    source.write_text(GERMAN[0] + "\n", encoding="utf-8")
+    target.write_text("corrected by hand\n", encoding="utf-8")
+    async with file_dialog(fixture_bundle) as (app, pilot):
+        said = await translate(pilot, source)
+        assert said == f"{target} exists: enter again replaces it."
+        assert target.read_text(encoding="utf-8") == "corrected by hand\n"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert status(app.screen).startswith(f"Wrote {target}: 1 sentences")
+        assert target.read_text(encoding="utf-8") == ENGLISH[0] + "\n"
+
+
+@run_async
 async def test_without_a_model_the_key_says_so(tmp_path):
     app = MTApp(model_path=None, load_model=False)
     async with app.run_test(size=(120, 40)) as pilot:

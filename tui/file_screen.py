@@ -76,6 +76,7 @@ class TranslateFileScreen(ModalScreen[None]):
         self.translator, self.direction, self.options = translator, direction, options
         self.languages = languages
         self.job: FileJob | None = None         # the translation running, if one is
+        self.replacing: Path | None = None      # an existing file the user agreed to replace (enter twice)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="file-dialog"):
@@ -104,6 +105,11 @@ class TranslateFileScreen(ModalScreen[None]):
         if problem := check_job(source, target):
             self.report(problem, error=True)
             return
+        if target.is_file() and target != self.replacing:     # maybe a translation corrected by hand
+            self.replacing = target
+            self.report(f"{target} exists: enter again replaces it.", error=True)
+            return
+        self.replacing = None
         self.job = FileJob(source, target, self.direction, self.options, threading.Event())
         self.query_one(ProgressBar).update(total=None, progress=0)
         self.report(f"Translating {source.name}…")
