@@ -124,7 +124,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         wholes = [flag]             # a Word file, a book, subtitles, a catalog: read as lines, it would break
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
-    from .text_io import InputError, check_argument, check_output, decode_lines, open_binary, read_lines, refuse_inputs
+    from .text_io import (ArrivingLines, InputError, check_argument, check_output, decode_lines, open_binary, read_lines,
+                          refuse_inputs)
 
     # Checked before the model loads: the arguments as a file's lines are, that -o can be written, the glossary.
     try:
@@ -194,6 +195,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     # Input: arguments, a whole file (checked before any work), or stdin as a stream.
     total = None
     endings: list[str] = []         # each input line's own ending, which its text output line repeats (CRLF stays CRLF)
+    arriving = None                 # stdin's lines as they arrive, where it can tell which have (not Windows)
     try:
         if text:
             lines, total = iter(text), len(text)
@@ -208,7 +210,10 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         elif not whole and sys.stdin.isatty() and sys.stdout.isatty():
             lines = typed_lines()
         else:
-            lines = decode_lines(sys.stdin.buffer, "stdin", endings, keep_bom=bool(whole))
+            if not whole and os.name != "nt":       # Windows' select() takes no pipes
+                with contextlib.suppress(OSError, ValueError):     # a stdin with no descriptor (a test's)
+                    arriving = ArrivingLines(sys.stdin.fileno())
+            lines = decode_lines(arriving or sys.stdin.buffer, "stdin", endings, keep_bom=bool(whole))
         if prefixes and len(starts) != total:
             raise InputError(f"{prefixes}: {len(starts):,} lines for {total:,} lines to translate: give one per line")
     except InputError as e:
@@ -239,10 +244,17 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     def write_all(out, done: int = 0) -> None:
         """Translate the lines after the first `done` (those an interrupted run wrote) into `out`."""
-        stream = translator.translate_iter(itertools.islice(lines, done, None), to, options,
-                                           from_lang=from_lang or "auto", batch_size=1 if interactive else batch_size,
-                                           split_sentences=not no_split, glossary=glossary,
-                                           prefix=starts[done:] if prefixes else starts)
+        def translations(texts, size: int):
+            return translator.translate_iter(texts, to, options, from_lang=from_lang or "auto", batch_size=size,
+                                             split_sentences=not no_split, glossary=glossary,
+                                             prefix=starts[done:] if prefixes else starts)
+
+        texts = itertools.islice(lines, done, None)
+        if arriving is not None and not interactive:      # a batch of what has arrived: a pipe never waits on us
+            stream = itertools.chain.from_iterable(translations(batch, len(batch))
+                                                   for batch in arrived_batches(texts, arriving.ready, batch_size))
+        else:
+            stream = translations(texts, 1 if interactive else batch_size)
         task = progress.add_task("translate", total=total, completed=done) if progress else None
         for lineno, tr in enumerate(stream, start=done + 1):
             if not quiet and (note := input_note(lineno, tr.source)):
@@ -337,6 +349,24 @@ def check_usage(text, input_file, output, fmt, options, wholes: list[str], prefi
     if whole in BINARY and (not output or output == "-") and sys.stdout.isatty():
         raise click.UsageError(f"{whole} writes a file: give -o FILE or send stdout to one")
     return whole
+
+
+def arrived_batches(lines, ready, most: int):
+    """Lists of at most `most` of `lines`, each ended early where `ready()` says the next line has not
+    arrived yet. An error in reading the input comes after the lines read before it."""
+    batch = []
+    try:
+        for line in lines:
+            batch.append(line)
+            if len(batch) == most or not ready():
+                yield batch
+                batch = []
+    except Exception:
+        if batch:
+            yield batch
+        raise
+    if batch:
+        yield batch
 
 
 def write_resumable(output: str, job: dict, write_all, total: int, quiet: bool) -> None:

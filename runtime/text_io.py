@@ -91,6 +91,50 @@ def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None =
         yield line
 
 
+class ArrivingLines:
+    """The lines of a file descriptor (stdin) as they arrive, each with its "\\n", and `ready()`: whether
+    the next one has arrived. A pipe's reader can then translate the lines it has instead of waiting for
+    a whole batch: a program that writes a line and waits for its translation would wait forever.
+    Its own buffer, as a BufferedReader's cannot be looked into without waiting."""
+
+    def __init__(self, fd: int):
+        self.fd, self.pending, self.searched, self.ended = fd, bytearray(), 0, False
+
+    def _line_end(self) -> int:
+        """The index of the first "\\n" in what has arrived, or -1 (searching only the new bytes)."""
+        end = self.pending.find(b"\n", self.searched)
+        self.searched = len(self.pending) if end < 0 else 0
+        return end
+
+    def _read(self) -> None:
+        chunk = os.read(self.fd, 1 << 16)       # what has arrived, up to 64 KiB; waits only for none
+        self.ended = not chunk
+        self.pending += chunk
+
+    def __iter__(self) -> ArrivingLines:
+        return self
+
+    def __next__(self) -> bytes:
+        while (end := self._line_end()) < 0 and not self.ended:
+            self._read()
+        if end < 0:                             # the end of the input: a last line without "\n", or none
+            if not self.pending:
+                raise StopIteration
+            end = len(self.pending) - 1
+        line = bytes(self.pending[:end + 1])
+        del self.pending[:end + 1]
+        return line
+
+    def ready(self) -> bool:
+        """Whether the next line, or the end of the input, has arrived: reading it will not wait."""
+        import select
+        while self._line_end() < 0 and not self.ended:
+            if not select.select([self.fd], [], [], 0)[0]:
+                return False
+            self._read()
+        return True
+
+
 def check_argument(text: str, name: str) -> None:
     """Fail for a command-line argument that is not UTF-8, as for a file's line. Python keeps such argv
     bytes as lone surrogates (surrogateescape), which would otherwise be translated as U+FFFD."""

@@ -505,3 +505,47 @@ def test_a_documents_byte_order_mark_is_kept_around_it(capsys, monkeypatch, tmp_
     assert fixture_translator.translate_markdown(f"\ufeff# {GERMAN[1]}\n", beam_size=1) == f"\ufeff# {ENGLISH[1]}\n"
     assert translate_file(fixture_translator, "a.srt", srt, beam_size=1).startswith(b"\xef\xbb\xbf1\r\n")
     assert translate_file(fixture_translator, "a.txt", f"\ufeff{GERMAN[0]}".encode(), beam_size=1) == ENGLISH[0].encode()
+
+
+def test_a_line_on_a_pipe_is_translated_before_the_next_arrives():
+    """A program that writes a line and waits for its translation gets it: a whole batch (64 lines) or the
+    end of the input was awaited first, so such a program and mt-translate waited on each other forever."""
+    proc = subprocess.Popen([str(BIN), "--threads", str(ORT_THREADS), "--beam-size", "1", "--from", "de"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        answers = []
+        for german in GERMAN[:2]:
+            proc.stdin.write(f"{german}\n".encode())
+            proc.stdin.flush()                  # and the pipe stays open
+            reader = threading.Thread(target=lambda: answers.append(proc.stdout.readline()), daemon=True)
+            reader.start()
+            reader.join(30)
+            assert not reader.is_alive(), "no translation while stdin stays open"
+        proc.stdin.close()
+        assert [a.decode() for a in answers] == [f"{english}\n" for english in ENGLISH[:2]]
+        assert proc.wait(60) == 0 and proc.stdout.read() == b""
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_arriving_lines_are_the_lines_of_the_stream():
+    """stdin's reader (text_io.ArrivingLines) splits as a file's lines are split, long lines and a last
+    line without "\\n" included, and says whether the next line has arrived without waiting for it."""
+    from mtkit.runtime.text_io import ArrivingLines
+
+    read_end, write_end = os.pipe()
+    lines = ArrivingLines(read_end)
+    try:
+        assert not lines.ready()                                # nothing yet: not ready, and no wait
+        os.write(write_end, b"eins\r\n\nzwei")
+        assert lines.ready() and next(lines) == b"eins\r\n" and lines.ready() and next(lines) == b"\n"
+        assert not lines.ready()                                # "zwei" has no end yet
+        long = b"x" * 200_000 + b"\n"                           # more than one read
+        threading.Thread(target=os.write, args=(write_end, long + b"drei\f\x00\xe2\x80\xa8")).start()
+        assert next(lines) == b"zwei" + long
+        os.close(write_end)
+        assert lines.ready() and list(lines) == [b"drei\f\x00\xe2\x80\xa8"]
+    finally:
+        os.close(read_end)
