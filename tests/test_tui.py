@@ -804,6 +804,20 @@ async def test_layout_fits_the_terminal(stand_in, size):
 
 
 @run_async
+async def test_pasted_control_characters_never_reach_the_terminal(stand_in):
+    """Textual draws the editors' text raw: a pasted ESC sequence cleared the screen (or retitled it,
+    left its alternate screen...). Control characters are dropped; tabs and line breaks stay."""
+    async with running_app() as (app, pilot):
+        await paste(pilot, "rot\x1b[2J\x1b]0;title\x07 \x9b31mWelt\x00\tzwei\rdrei")
+        await settle(pilot)
+        assert app.source_text == "rot[2J]0;title 31mWelt\tzwei\ndrei"
+        assert app.translator.calls[-1].texts == ["rot[2J]0;title 31mWelt\tzwei", "drei"]
+        target = app.query_one("#target", TextArea)
+        target.insert("\x1b[?1049l")
+        assert "\x1b" not in target.text
+
+
+@run_async
 async def test_a_tiny_pane_keeps_the_app_and_the_text(stand_in):
     """A tmux pane squeezed to a few columns: the editors' placeholders made Textual raise
     (ValueError in wrapping) at 9 columns or fewer, and the app ended with the text typed."""

@@ -15,13 +15,29 @@ from textual.widgets.text_area import Edit
 from .state import AUTO, language_name
 
 
+# Control characters that would stay in a line (not tab, nor the line breaks the editor splits at):
+# Textual draws a line's characters raw, so a pasted escape sequence reached the terminal and
+# cleared the screen, left its alternate screen or swallowed the output after it. The model
+# drops them anyway.
+CONTROLS = dict.fromkeys(c for c in [*range(0x20), *range(0x7f, 0xa0)]
+                         if chr(c) != "\t" and len(f"a{chr(c)}b".splitlines()) == 1)
+
+
+class PlainTextArea(TextArea):
+    """A TextArea that keeps no control characters in its text (see CONTROLS)."""
+
+    def edit(self, edit: Edit):
+        edit.text = edit.text.translate(CONTROLS)
+        return super().edit(edit)
+
+
 @dataclass
 class MarkedEdit(Edit):
     """An edit of the source that carries what else changed with it (see `SourceArea`)."""
     mark: object = None
 
 
-class SourceArea(TextArea):
+class SourceArea(PlainTextArea):
     """The source editor. An edit the app makes along with other state (a swap also reverses the
     direction) carries a `mark`; undoing or redoing that edit posts `Stepped` with it, so the app
     takes the rest back too, and text and direction never get out of step."""
@@ -56,7 +72,7 @@ class Editors(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield SourceArea(id="source", placeholder="Type or paste text to translate…")
-        yield TextArea(id="target", placeholder="The translation appears here. Write in it to steer it: "
+        yield PlainTextArea(id="target", placeholder="The translation appears here. Write in it to steer it: "
                                                 "the line is completed from the cursor.")
 
     @property
