@@ -50,6 +50,8 @@ def check_job(source: Path, target: Path) -> str | None:
     from mtkit.runtime.documents import METHODS, suffix
     from mtkit.runtime.text_io import InputError, check_output, same_file
 
+    if source.is_dir():
+        return f"{source}: is a directory; name a file in it"
     if not source.is_file():
         return f"{source}: no such file"
     if suffix(source.name) not in METHODS:
@@ -100,8 +102,12 @@ class TranslateFileScreen(ModalScreen[None]):
     def start(self) -> None:
         if self.job is not None:
             return
-        source, target = (Path(os.path.expanduser(self.query_one(f"#file-{name}", Input).value.strip()))
-                          for name in ("source", "target"))
+        given = [self.query_one(f"#file-{name}", Input).value.strip() for name in ("source", "target")]
+        if not all(given):          # Path("") is ".", which no message would make sense of
+            self.report("Name the file to translate." if not given[0] else "Name the file its translation goes to.",
+                        error=True)
+            return
+        source, target = (Path(os.path.expanduser(name)) for name in given)
         if problem := check_job(source, target):
             self.report(problem, error=True)
             return
