@@ -7,6 +7,7 @@ shows, never sacrebleu or torch).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import io
@@ -124,8 +125,8 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         wholes = [flag]             # a Word file, a book, subtitles, a catalog: read as lines, it would break
     whole = check_usage(text, input_file, output, fmt, options, wholes, prefix, prefixes)   # a document, whole
 
-    from .text_io import (ArrivingLines, InputError, check_argument, check_output, decode_lines, open_binary, read_lines,
-                          refuse_inputs)
+    from .text_io import (ArrivingLines, InputError, check_argument, check_output, decode_lines, iter_lines, open_binary,
+                          read_lines, refuse_inputs)
 
     # Checked before the model loads: the arguments as a file's lines are, that -o can be written, the glossary.
     try:
@@ -194,19 +195,26 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
 
     # Input: arguments, a whole file (checked before any work), or stdin as a stream.
     total = None
-    endings: list[str] = []         # each input line's own ending, which its text output line repeats (CRLF stays CRLF)
+    # The endings of the lines read and not yet written, in order: each text output line repeats its input
+    # line's (CRLF stays CRLF). Taken as written, so that a long stream holds no list of them all.
+    endings: collections.deque[str] = collections.deque()
     arriving = None                 # stdin's lines as they arrive, where it can tell which have (not Windows)
     try:
         if text:
             lines, total = iter(text), len(text)
         elif input_file and input_file != "-":
-            all_lines = read_lines(input_file, endings, keep_bom=bool(whole))
-            lines, total = iter(all_lines), len(all_lines)
-            if not whole and not quiet:
-                from .paragraphs import looks_wrapped
-                if looks_wrapped(all_lines):
-                    print(f"{PROG}: note: the input looks like wrapped paragraphs, which line by line are translated "
-                          f"in pieces; --paragraphs translates each whole", file=sys.stderr)
+            from .paragraphs import looks_wrapped
+            if whole or not os.path.isfile(input_file):        # a FIFO (-i <(zcat ...)) is read once
+                all_lines = read_lines(input_file, endings, keep_bom=bool(whole))
+                lines, total, wrapped = iter(all_lines), len(all_lines), not whole and looks_wrapped(all_lines)
+            else:
+                # A file is read twice, never held: every line checked first (UTF-8, counted for the progress
+                # bar and --prefixes), then streamed to the translator.
+                total, wrapped = scan_lines(input_file)
+                lines = iter_lines(input_file, endings)
+            if wrapped and not quiet:
+                print(f"{PROG}: note: the input looks like wrapped paragraphs, which line by line are translated "
+                      f"in pieces; --paragraphs translates each whole", file=sys.stderr)
         elif not whole and sys.stdin.isatty() and sys.stdout.isatty():
             lines = typed_lines()
         else:
@@ -249,7 +257,10 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
                                              split_sentences=not no_split, glossary=glossary,
                                              prefix=starts[done:] if prefixes else starts)
 
-        texts = itertools.islice(lines, done, None)
+        for _ in itertools.islice(lines, done):         # those an interrupted run wrote
+            if endings:
+                endings.popleft()
+        texts = lines
         if arriving is not None and not interactive:      # a batch of what has arrived: a pipe never waits on us
             stream = itertools.chain.from_iterable(translations(batch, len(batch))
                                                    for batch in arrived_batches(texts, arriving.ready, batch_size))
@@ -257,11 +268,12 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             stream = translations(texts, 1 if interactive else batch_size)
         task = progress.add_task("translate", total=total, completed=done) if progress else None
         for lineno, tr in enumerate(stream, start=done + 1):
+            ending = endings.popleft() if endings else "\n"      # this line's: the lines are read in order
             if not quiet and (note := input_note(lineno, tr.source)):
                 print(f"{PROG}: note: {note}", file=sys.stderr)
             for w in tr.warnings:
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
-            crlf = fmt == "text" and lineno <= len(endings) and endings[lineno - 1] == "\r\n"
+            crlf = fmt == "text" and ending == "\r\n"
             out.write(record(lineno, tr, fmt, options) + ("\r\n" if crlf else "\n"))
             if progress:
                 progress.advance(task)
@@ -349,6 +361,23 @@ def check_usage(text, input_file, output, fmt, options, wholes: list[str], prefi
     if whole in BINARY and (not output or output == "-") and sys.stdout.isatty():
         raise click.UsageError(f"{whole} writes a file: give -o FILE or send stdout to one")
     return whole
+
+
+def scan_lines(path: str) -> tuple[int, bool]:
+    """The number of lines of the text file `path`, each checked as `read_lines` checks it, and whether
+    they look like wrapped paragraphs (paragraphs.looks_wrapped); read once, none kept."""
+    from .paragraphs import looks_wrapped
+    from .text_io import iter_lines
+
+    count = 0
+
+    def counted():
+        nonlocal count
+        for count, line in enumerate(iter_lines(path), start=1):
+            yield line
+
+    wrapped = looks_wrapped(counted())
+    return count, wrapped
 
 
 def arrived_batches(lines, ready, most: int):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Iterable
 
 LIST_ITEM = re.compile(r"\s*(?:[-*•·–]|\d{1,3}[.)])\s+")
 SHORT = 0.75                # a line shorter than this share of its block's widest ends its paragraph
@@ -44,13 +45,18 @@ def translate_paragraphs(translator, document: str, to=None, options=None, *, fr
     return "".join(lines)
 
 
-def looks_wrapped(lines: list[str]) -> bool:
+def looks_wrapped(lines: Iterable[str]) -> bool:
     """Whether text read line by line looks like wrapped paragraphs: lines that break off mid-sentence
     (40 characters or more, no sentence end) with more text on the next line, at least twice and for
-    half of its lines that long (wrapped text breaks almost every one; one sentence a line, almost none)."""
-    broken = sum(1 for a, b in zip(lines, lines[1:]) if len(a) >= NARROW and not SENTENCE_END.search(a.rstrip())
-                 and b.strip())
-    return broken >= 2 and broken >= 0.5 * sum(1 for line in lines if len(line) >= NARROW)
+    half of its lines that long (wrapped text breaks almost every one; one sentence a line, almost none).
+    The lines are read once, in order: a file's may be streamed."""
+    broken = long = 0
+    previous = ""
+    for line in lines:
+        broken += len(previous) >= NARROW and not SENTENCE_END.search(previous.rstrip()) and bool(line.strip())
+        long += len(line) >= NARROW
+        previous = line
+    return broken >= 2 and broken >= 0.5 * long
 
 
 def _lead(line: str) -> str:

@@ -69,10 +69,10 @@ def not_text(first_line: bytes) -> str | None:
     return None
 
 
-def decode_lines(stream: Iterable[bytes], name: str, endings: list[str] | None = None,
+def decode_lines(stream: Iterable[bytes], name: str, endings=None,
                  keep_bom: bool = False) -> Iterator[str]:
     """Lines of a binary stream as text, without their line ending ("\\n" or "\\r\\n"), which is
-    appended to `endings` if given ("" for a last line without one). A UTF-8 byte-order mark is
+    appended to `endings` (a list or a deque) if given ("" for a last line without one). A UTF-8 byte-order mark is
     dropped, unless `keep_bom` (a whole document, which gets it back)."""
     for number, raw in enumerate(stream, start=1):
         # A zip's first line can be valid UTF-8 (its header's bytes vary with the time it was made).
@@ -165,9 +165,14 @@ def open_binary(path: str | Path) -> BinaryIO:
 
 def read_lines(path: str | Path, endings: list[str] | None = None, keep_bom: bool = False) -> list[str]:
     """All lines of a UTF-8 text file (gzip if it ends in .gz); their endings go to `endings` if given."""
+    return list(iter_lines(path, endings, keep_bom))
+
+
+def iter_lines(path: str | Path, endings=None, keep_bom: bool = False) -> Iterator[str]:
+    """`read_lines` one line at a time, none kept: a big file is read in the memory of a line."""
     with open_binary(path) as f:
         try:
-            return list(decode_lines(f, str(path), endings, keep_bom))
+            yield from decode_lines(f, str(path), endings, keep_bom)
         except (OSError, EOFError) as e:   # e.g. a truncated or non-gzip .gz
             raise InputError(f"{path}: cannot read ({e})") from None
 

@@ -549,3 +549,33 @@ def test_arriving_lines_are_the_lines_of_the_stream():
         assert lines.ready() and list(lines) == [b"drei\f\x00\xe2\x80\xa8"]
     finally:
         os.close(read_end)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM in /proc (Linux)")
+def test_an_input_file_is_streamed_not_held(tmp_path):
+    """mt-translate -i FILE reads its lines as it translates them: it read them all into a list first, so
+    a 30 MB file of blank lines took 29 MB more memory than one line did (peak RSS, its own process)."""
+    measure = ("import re, sys\nfrom mtkit.runtime.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+               "    pass\nprint(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])")
+
+    def peak_kb(lines: int) -> int:
+        source = tmp_path / "in.txt"
+        source.write_text((" " * 3000 + "\n") * lines)
+        done = subprocess.run([sys.executable, "-c", measure, "--threads", str(ORT_THREADS), "--from", "de", "-q",
+                               "-i", str(source), "-o", str(tmp_path / "out.txt")], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert (tmp_path / "out.txt").read_text() == "\n" * lines, done.stderr
+        return int(done.stdout)
+
+    assert peak_kb(10_000) - peak_kb(1) < 10_000
+
+
+def test_an_input_fifo_is_read_once(capsys, monkeypatch, tmp_path):
+    """-i <(zcat big.gz): a FIFO cannot be read twice, as a file is (once to check, once to translate)."""
+    fifo = tmp_path / "lines"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(f"{GERMAN[0]}\r\n\n{GERMAN[1]}"))
+    writer.start()
+    code, out, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "-i", str(fifo))
+    writer.join()
+    assert code == 0 and out == f"{ENGLISH[0]}\r\n\n{ENGLISH[1]}\n"
