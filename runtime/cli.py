@@ -57,7 +57,7 @@ DOCUMENTS = {
                                "it stood; pictures, drawings and links are kept. Needs 'mtkit[pdf]'."),
 }
 BINARY = {flag for flag, (method, _) in DOCUMENTS.items() if method in BYTES}
-MOST_WARNINGS = 5           # warnings shown for one document; the rest are counted
+MOST_WARNINGS = 5           # warnings shown for one document or line; the rest are counted
 TAG = r"<(?:/?[A-Za-z][\w-]*(?:\s[^<>]*)?/?|!--.*?--|!DOCTYPE[^>]*)>"   # for a hint to use --html (compiled when used)
 
 EPILOG = """\b
@@ -271,8 +271,10 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             ending = endings.popleft() if endings else "\n"      # this line's: the lines are read in order
             if not quiet and (note := input_note(lineno, tr.source)):
                 print(f"{PROG}: note: {note}", file=sys.stderr)
-            for w in tr.warnings:
+            for w in tr.warnings[:MOST_WARNINGS]:        # a line of a thousand long sentences: not a thousand
                 print(f"{PROG}: warning: line {lineno}: {w}", file=sys.stderr)
+            if len(tr.warnings) > MOST_WARNINGS:
+                print(f"{PROG}: warning: line {lineno}: {len(tr.warnings) - MOST_WARNINGS} more warnings", file=sys.stderr)
             crlf = fmt == "text" and ending == "\r\n"
             out.write(record(lineno, tr, fmt, options) + ("\r\n" if crlf else "\n"))
             if progress:

@@ -196,6 +196,15 @@ def test_long_line_is_split_with_a_warning(capsys, monkeypatch):
     assert "warning: line 2:" in err and "longer than the model's maximum" in err
 
 
+def test_a_line_of_many_long_sentences_says_so_in_a_few_warnings(capsys, monkeypatch):
+    """Each sentence over the model's length was a warning of its own: one line of a 1 MB file gave
+    hundreds of lines on stderr. The first five are shown, and the rest counted."""
+    long_line = " ".join(" ".join(["Hund Katze Maus Haus Baum"] * 20) + "." for _ in range(12))
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "--max-length-ratio", "0.3", long_line)
+    assert code == 0 and out.count("\n") == 1
+    assert err.count("longer than the model's maximum") == 5 and err.endswith("line 1: 7 more warnings\n")
+
+
 def test_file_to_file(capsys, monkeypatch, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text(f"{GERMAN[0]}\n\n{GERMAN[1]}\n", encoding="utf-8")
