@@ -68,3 +68,22 @@ def test_no_module_of_the_runtime_or_tui_imports_training_code():
         for name in imported_modules(path):
             assert not (name.split(".")[0] == "torch" or name.startswith(("mtkit.train", "mtkit.export"))), \
                 f"{path.name} imports {name}"
+
+
+def test_nothing_is_written_for_onnx_runtimes_telemetry(fixture_bundle, tmp_path):
+    """ONNX Runtime's Linux wheels start Microsoft's telemetry at import (a device id and an event store
+    under ~/.cache/Microsoft, to upload): mtkit turns it off before it imports onnxruntime, in the API
+    and in every command."""
+    env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MT_MODEL": str(fixture_bundle),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    api = (f"from mtkit.runtime import Translator\n"
+           f"assert Translator({str(fixture_bundle)!r}, threads={ORT_THREADS}).translate('Hallo')[0].text")
+    for command in ([sys.executable, "-c", api],
+                    [str(Path(sys.executable).parent / "mt-translate"), "--threads", str(ORT_THREADS), "Hallo"]):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+    written = [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()]
+    assert not any("Microsoft" in p.parts for p in written), written
+    # The probe can fail: onnxruntime imported first does write there.
+    subprocess.run([sys.executable, "-c", "import onnxruntime"], env=env, check=True, timeout=120)
+    assert (tmp_path / "cache" / "Microsoft").is_dir()
