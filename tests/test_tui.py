@@ -830,6 +830,9 @@ async def test_a_tiny_pane_keeps_the_app_and_the_text(stand_in):
             await pilot.press("ctrl+z")
             await settle(pilot)
         assert app.is_running and app.source_text == "Hallo" and app.target_text == fake("Hallo", "en")
+        await pilot.resize_terminal(20, 5)
+        await pilot.pause()
+        assert app.query_one("#target").region.right <= 20         # both editors on screen, side by side
 
 
 @run_async
