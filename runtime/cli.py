@@ -575,7 +575,9 @@ def record(lineno: int, tr, fmt: str, options) -> str:
     if options.return_alignment and tr.alignment is not None:
         data["alignment"] = {"source_tokens": tr.alignment.source_tokens, "target_tokens": tr.alignment.target_tokens,
                              "weights": [[round(w, 4) for w in row] for row in tr.alignment.weights]}
-    return json.dumps(data, ensure_ascii=False)
+    # U+2028 and U+2029 are escaped: JSON allows them raw, but readers that split lines on Unicode's
+    # line breaks (Python's str.splitlines) would cut the record in two.
+    return json.dumps(data, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def run() -> None:

@@ -97,6 +97,13 @@ def test_jsonl_carries_scores_nbest_and_timings(capsys, monkeypatch):
     assert records[1]["text"] == "" and records[1]["n_best"][0]["text"] == ""
 
 
+def test_jsonl_is_one_line_a_record_for_any_reader(capsys, monkeypatch):
+    source = f"{GERMAN[0]}\u2028{GERMAN[1]}\u2029"
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "--format", "jsonl", stdin=f"{source}\n".encode())
+    assert code == 0 and len(out.splitlines()) == 1, err
+    assert json.loads(out)["source"] == source
+
+
 def test_text_nbest_is_tab_separated(capsys, monkeypatch):
     _, out, _ = cli(capsys, monkeypatch, "--n-best", "2", "--beam-size", "2", GERMAN[0], "")
     assert out.count("\n") == 2 and out.startswith(ENGLISH[0] + "\t")
