@@ -20,6 +20,8 @@ from mtkit.runtime.cli_options import DATA_DIR, decoding_options, model_options
 from mtkit.runtime.cli_support import CommandError, command, progress_bar, run_and_exit
 
 PROG = "mt-eval"
+CHUNK = 256             # sentences a call: big enough for length-sorted batches, small enough for a moving progress bar
+LOG_EVERY_S = 30.0      # stderr not a terminal (a CI log, nohup): a progress line at most this often
 
 EPILOG = """\b
 Examples:
@@ -82,7 +84,7 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
               help="Split lines into sentences as mt-translate does (off: each line is one segment).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--output-hyps", metavar="FILE", help="Write the translations to this file.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (a bar on a terminal, a line every 30 s in a log).")
 def main(model, from_lang, to, provider, variant, threads, source_file, ref_file, corpus, data_dir, options, limit,
          split_sentences, as_json, output_hyps, quiet) -> None:
     """Score a model on a test set with sacreBLEU (BLEU, chrF) and measure its speed.
@@ -130,20 +132,24 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
 
     hyps, target_tokens = [], 0
     progress = None
-    if sys.stderr.isatty() and not quiet and not as_json:
+    show = not quiet and not as_json
+    if show and sys.stderr.isatty():
         progress = progress_bar()
         progress.start()
         task = progress.add_task("eval", total=len(sources))
-    chunk = 256          # big enough for length-sorted batches, small enough for a moving progress bar
-    start = time.perf_counter()
+    start = last_line = time.perf_counter()
     try:
-        for i in range(0, len(sources), chunk):
-            for tr in translator.translate(sources[i:i + chunk], tgt, options, from_lang=src_lang,
+        for i in range(0, len(sources), CHUNK):
+            for tr in translator.translate(sources[i:i + CHUNK], tgt, options, from_lang=src_lang,
                                            split_sentences=split_sentences):
                 hyps.append(tr.text)
                 target_tokens += tr.num_tokens
             if progress:
-                progress.advance(task, len(sources[i:i + chunk]))
+                progress.advance(task, len(sources[i:i + CHUNK]))
+            elif show and time.perf_counter() - last_line >= LOG_EVERY_S:     # a log has no bar: a line now and then
+                last_line = time.perf_counter()
+                print(f"{PROG}: translated {len(hyps):,} of {len(sources):,} sentences "
+                      f"({100 * len(hyps) // len(sources)}%), {last_line - start:.0f} s", file=sys.stderr)
     except TranslationError as e:
         raise CommandError(str(e)) from None
     finally:

@@ -222,3 +222,24 @@ def test_bad_checkpoint(capsys, tmp_path):
     bad.write_bytes(b"not a checkpoint")
     code, _, err = cli(capsys, "-m", str(bad), "-s", str(FIXTURES / "dev.de"), "-r", str(FIXTURES / "dev.en"))
     assert code == 1 and "bad.pt: not a checkpoint written by mt-train" in err
+
+
+def test_progress_lines_in_a_log(capsys, fixture_bundle, monkeypatch):
+    """With stderr not a terminal (a CI log, nohup), no bar is drawn: a line now and then instead. Before,
+    nothing showed until the end (5 minutes of silence for newstest2013 with the shipped model)."""
+    import mtkit.eval.cli as eval_cli
+
+    args = ["--threads", str(ORT_THREADS), "-m", str(fixture_bundle), "-s", str(FIXTURES / "dev.de"),
+            "-r", str(FIXTURES / "dev.en"), "--limit", "20", "--greedy"]
+    code, out, err = invoke(main, args, capsys)
+    assert code == 0 and "BLEU" in out and "translated" not in err     # a quick run: no line at all
+    monkeypatch.setattr(eval_cli, "CHUNK", 8)
+    monkeypatch.setattr(eval_cli, "LOG_EVERY_S", 0)
+    code, out, err = invoke(main, args, capsys)
+    assert code == 0 and "BLEU" in out
+    lines = [line for line in err.splitlines() if "translated" in line]
+    assert [line.split(",")[0] for line in lines] == [f"mt-eval: translated {n} of 20 sentences ({5 * n}%)"
+                                                      for n in (8, 16, 20)]
+    for quiet in (["-q"], ["--json"]):
+        code, _, err = invoke(main, args + quiet, capsys)
+        assert code == 0 and "translated" not in err
