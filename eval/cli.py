@@ -9,6 +9,7 @@ train, so that the runtime never imports training code; only the checkpoint bran
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -99,7 +100,8 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         raise click.UsageError("give --source-file and --ref-file, or --corpus with --from")
 
     from mtkit.runtime.errors import TranslationError
-    from mtkit.runtime.text_io import InputError, atomic_output, check_output, read_lines, refuse_inputs
+    from mtkit.runtime.resumable import resumable_output
+    from mtkit.runtime.text_io import InputError, check_output, read_lines, refuse_inputs
 
     path = Path(model) if model else None
     try:
@@ -130,46 +132,62 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     if not sources:
         raise CommandError(f"{src_path}: no sentences")
 
-    hyps, target_tokens = [], 0
+    hyps, target_tokens, kept = [], 0, 0
     progress = None
     show = not quiet and not as_json
-    if show and sys.stderr.isatty():
-        progress = progress_bar()
-        progress.start()
-        task = progress.add_task("eval", total=len(sources))
     start = last_line = time.perf_counter()
+    out = None
     try:
-        for i in range(0, len(sources), CHUNK):
-            for tr in translator.translate(sources[i:i + CHUNK], tgt, options, from_lang=src_lang,
-                                           split_sentences=split_sentences):
-                hyps.append(tr.text)
-                target_tokens += tr.num_tokens
-            if progress:
-                progress.advance(task, len(sources[i:i + CHUNK]))
-            elif show and time.perf_counter() - last_line >= LOG_EVERY_S:     # a log has no bar: a line now and then
-                last_line = time.perf_counter()
-                print(f"{PROG}: translated {len(hyps):,} of {len(sources):,} sentences "
-                      f"({100 * len(hyps) // len(sources)}%), {last_line - start:.0f} s", file=sys.stderr)
-    except TranslationError as e:
-        raise CommandError(str(e)) from None
-    finally:
-        if progress:
-            progress.stop()
+        with contextlib.ExitStack() as stack:
+            if output_hyps:             # an interrupted run keeps its hypotheses there; the same command goes on
+                job = hyps_job(translator, src_path, src_lang, tgt, options, split_sentences, len(sources))
+                out = stack.enter_context(resumable_output(output_hyps, job))
+                hyps, kept = [h[:-1] for h in out.kept], out.done
+                if kept and not quiet:
+                    print(f"{PROG}: note: going on after the {kept:,} hypotheses an interrupted run kept "
+                          f"({out.partial})", file=sys.stderr)
+                if out.dropped and not quiet:
+                    print(f"{PROG}: note: the hypotheses an interrupted run kept ({out.partial}) were made with another "
+                          f"source, model or options; starting over", file=sys.stderr)
+            if show and sys.stderr.isatty():
+                progress = stack.enter_context(progress_bar())
+                task = progress.add_task("eval", total=len(sources), completed=kept)
+            for i in range(kept, len(sources), CHUNK):
+                for tr in translator.translate(sources[i:i + CHUNK], tgt, options, from_lang=src_lang,
+                                               split_sentences=split_sentences):
+                    hyps.append(tr.text)
+                    target_tokens += tr.num_tokens
+                    if out:
+                        out.write(tr.text + "\n")
+                if out:
+                    out.flush()         # each chunk: what an interruption keeps
+                if progress:
+                    progress.advance(task, len(sources[i:i + CHUNK]))
+                elif show and time.perf_counter() - last_line >= LOG_EVERY_S:     # a log has no bar: a line at times
+                    last_line = time.perf_counter()
+                    print(f"{PROG}: translated {len(hyps):,} of {len(sources):,} sentences "
+                          f"({100 * len(hyps) // len(sources)}%), {last_line - start:.0f} s", file=sys.stderr)
+    except BaseException as e:
+        if out is not None and out.partial and out.lines:       # Ctrl-C, SIGTERM, an error: say what is kept
+            ctrl_c = isinstance(e, KeyboardInterrupt)
+            after_ctrl_c = "\n" if ctrl_c and sys.stderr.isatty() else ""        # a terminal shows "^C" there
+            print(f"{after_ctrl_c}{PROG}: {out.lines:,} of {len(sources):,} hypotheses are kept in {out.partial}; "
+                  f"BLEU not computed; the same command goes on from there", file=sys.stderr)
+            if ctrl_c:
+                raise click.Abort() from None       # "interrupted", without another new line from click
+        if isinstance(e, (TranslationError, InputError)):
+            raise CommandError(str(e)) from None
+        if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
+            raise CommandError(f"{output_hyps}: cannot write ({e.strerror or e})") from None
+        raise
     seconds = time.perf_counter() - start
+    translated = len(sources) - kept           # the speed is this run's: not of hypotheses an earlier one kept
 
     from sacrebleu.metrics import BLEU, CHRF   # not needed until here; it is slow to import
 
     bleu_metric, chrf_metric = BLEU(), CHRF()
     bleu = bleu_metric.corpus_score(hyps, [refs])
     chrf = chrf_metric.corpus_score(hyps, [refs])
-    if output_hyps:
-        try:
-            with atomic_output(output_hyps) as f:
-                f.writelines(h + "\n" for h in hyps)
-        except InputError as e:
-            raise CommandError(str(e)) from None
-        except OSError as e:
-            raise CommandError(f"{output_hyps}: cannot write ({e.strerror or e})") from None
     report = {
         "model": str(translator.path), "variant": translator.variant, "provider": translator.provider,
         "src": src_path, "ref": ref_path, "src_lang": src_lang, "tgt_lang": tgt, "sentences": len(sources),
@@ -180,8 +198,10 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         "length_ratio": round(bleu.sys_len / bleu.ref_len, 3) if bleu.ref_len else None,
         "hyp_len": bleu.sys_len, "ref_len": bleu.ref_len,
         "bleu_signature": str(bleu_metric.get_signature()), "chrf_signature": str(chrf_metric.get_signature()),
-        "seconds": round(seconds, 3), "sentences_per_s": round(len(sources) / seconds, 2),
-        "target_tokens": target_tokens, "target_tokens_per_s": round(target_tokens / seconds, 1),
+        "seconds": round(seconds, 3), "sentences_translated": translated,
+        "sentences_per_s": round(translated / seconds, 2) if translated else None,
+        "target_tokens": target_tokens,
+        "target_tokens_per_s": round(target_tokens / seconds, 1) if translated else None,
     }
     if as_json:
         import json
@@ -196,8 +216,31 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     print(f"          {'/'.join(f'{p:.1f}' for p in bleu.precisions)} (BP = {bleu.bp:.3f}, ratio = "
           f"{report['length_ratio']}, hyp_len = {bleu.sys_len}, ref_len = {bleu.ref_len})")
     print(f"chrF      {chrf.score:6.2f}   {report['chrf_signature']}")
+    if not translated:
+        print(f"speed     not measured (all {kept:,} hypotheses were kept from an interrupted run)")
+        return
+    resumed = f", {translated:,} sentences after the {kept:,} an interrupted run kept" if kept else ""
     print(f"speed     {report['sentences_per_s']:.1f} sentences/s, {report['target_tokens_per_s']:.0f} target tokens/s "
-          f"({seconds:.2f} s)")
+          f"({seconds:.2f} s{resumed})")
+
+
+def hyps_job(translator, src_path, src_lang, tgt, options, split_sentences, sentences) -> dict:
+    """What makes two runs' --output-hyps the same job, one going on with the other's hypotheses
+    (resumable.resumable_output): the source file as it is on disk, the model, and the options."""
+    import hashlib
+    import os
+
+    from mtkit.runtime.bundle_format import CONFIG_FILE
+
+    def on_disk(path) -> list:
+        stat = os.stat(path)
+        return [os.path.realpath(path), stat.st_size, stat.st_mtime_ns]
+
+    model = Path(translator.path)           # a checkpoint file, or a bundle directory
+    return {"source": on_disk(src_path), "sentences": sentences,
+            "model": on_disk(model) if model.is_file() else hashlib.sha256((model / CONFIG_FILE).read_bytes()).hexdigest(),
+            "variant": translator.variant, "from": src_lang, "to": tgt, "options": dataclasses.asdict(options),
+            "split": split_sentences, "chunk": CHUNK}      # a sample's draws depend on its batch
 
 
 def run() -> None:

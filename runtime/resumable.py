@@ -24,13 +24,15 @@ from .text_io import (InputError, atomic_output, check_output, is_gzip, open_out
 
 class ResumableOutput:
     """Where the lines go: `write` and `flush` as a text file's. `done`: lines kept from an earlier run
-    of the same job (the caller skips that many input lines); `lines`: all written, those included, and
+    of the same job (the caller skips that many input lines), `kept` those lines (each with its "\n",
+    for a caller that needs them again: mt-eval scores them); `lines`: all written, those included, and
     once a run has failed, those the partial file really holds (a full disk takes fewer than were
     written); `dropped`: whether an earlier run of another job (another input, model or options) had
     left lines, which this one starts over from nothing."""
 
     def __init__(self, file, done: int, partial: Path | None, dropped: bool = False):
         self.file, self.done, self.lines, self.partial, self.dropped = file, done, done, partial, dropped
+        self.kept: list[str] = []
 
     def write(self, text: str) -> None:
         self.file.write(text)
@@ -137,6 +139,7 @@ def resumable_output(path: str | Path, job: dict):
         except OSError as e:
             raise write_failed(path, e) from None
         out = ResumableOutput(None, len(kept), partial, dropped)
+        out.kept = kept
         try:
             with raw, text_writer(raw, path) as f:
                 f.writelines(kept)

@@ -243,3 +243,51 @@ def test_progress_lines_in_a_log(capsys, fixture_bundle, monkeypatch):
     for quiet in (["-q"], ["--json"]):
         code, _, err = invoke(main, args + quiet, capsys)
         assert code == 0 and "translated" not in err
+
+
+def test_an_interrupted_run_keeps_its_hypotheses_and_goes_on(capsys, fixture_bundle, tmp_path, monkeypatch):
+    """Ctrl-C lost all of a run's work. With --output-hyps the hypotheses done stay (as mt-translate -o
+    keeps its lines: runtime/resumable.py), no score is printed for a part of the test set, and the same
+    command goes on after them: the same hypotheses and scores as a run never interrupted."""
+    import mtkit.eval.cli as eval_cli
+    from mtkit.runtime.translator import Translator
+
+    monkeypatch.setattr(eval_cli, "CHUNK", 8)
+    args = ["-m", str(fixture_bundle), "-s", str(FIXTURES / "dev.de"), "-r", str(FIXTURES / "dev.en"), "--limit", "20",
+            "--greedy", "--json"]
+    whole = tmp_path / "whole.en"
+    code, out, err = cli(capsys, *args, "--output-hyps", str(whole))
+    assert code == 0, err
+    expected = json.loads(out)
+
+    translate, calls = Translator.translate, []
+
+    def interrupted(self, *a, **kw):             # Ctrl-C during the second chunk
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return translate(self, *a, **kw)
+
+    monkeypatch.setattr(Translator, "translate", interrupted)
+    hyps = tmp_path / "hyps.en"
+    code, out, err = cli(capsys, *args, "--output-hyps", str(hyps))
+    partial = tmp_path / ".hyps.en.partial"
+    assert code == 130 and out == ""                                     # no BLEU of a part of the test set
+    assert err == (f"mt-eval: 8 of 20 hypotheses are kept in {partial}; BLEU not computed; the same command goes on "
+                   f"from there\nmt-eval: interrupted\n")
+    first_8 = "\n".join(whole.read_text(encoding="utf-8").split("\n")[:8]) + "\n"
+    assert not hyps.exists() and partial.read_text(encoding="utf-8") == first_8
+
+    monkeypatch.setattr(Translator, "translate", translate)
+    code, out, err = invoke(main, ["--threads", str(ORT_THREADS), *args, "--output-hyps", str(hyps)], capsys)
+    assert code == 0, err
+    assert f"going on after the 8 hypotheses an interrupted run kept ({partial})" in err
+    assert hyps.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8") and not partial.exists()
+    report = json.loads(out)
+    assert report["sentences_translated"] == 12 and report["sentences_per_s"] > 0
+    assert {k: report[k] for k in ("bleu", "chrf", "hyp_len")} == {k: expected[k] for k in ("bleu", "chrf", "hyp_len")}
+
+    # Without --output-hyps there is nothing to keep: one line, exit 130.
+    monkeypatch.setattr(Translator, "translate", lambda *a, **kw: (_ for _ in ()).throw(KeyboardInterrupt))
+    code, out, err = cli(capsys, *args)
+    assert (code, out, err.strip()) == (130, "", "mt-eval: interrupted")
