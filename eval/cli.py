@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -99,6 +100,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     if not corpus and not (source_file and ref_file):
         raise click.UsageError("give --source-file and --ref-file, or --corpus with --from")
 
+    from mtkit.runtime.cli import MOST_WARNINGS
     from mtkit.runtime.errors import TranslationError
     from mtkit.runtime.resumable import resumable_output
     from mtkit.runtime.text_io import InputError, check_output, read_lines, refuse_inputs
@@ -132,7 +134,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
     if not sources:
         raise CommandError(f"{src_path}: no sentences")
 
-    hyps, target_tokens, kept = [], 0, 0
+    hyps, target_tokens, kept, warned = [], 0, 0, 0
     progress = None
     show = not quiet and not as_json
     start = last_line = time.perf_counter()
@@ -153,8 +155,15 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
                 progress = stack.enter_context(progress_bar())
                 task = progress.add_task("eval", total=len(sources), completed=kept)
             for i in range(kept, len(sources), CHUNK):
-                for tr in translator.translate(sources[i:i + CHUNK], tgt, options, from_lang=src_lang,
-                                               split_sentences=split_sentences):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")     # said below, a line each: not Python's two, source and all
+                    chunk = translator.translate(sources[i:i + CHUNK], tgt, options, from_lang=src_lang,
+                                                 split_sentences=split_sentences)
+                for number, tr in enumerate(chunk, start=i + 1):
+                    for w in tr.warnings:
+                        warned += 1
+                        if warned <= MOST_WARNINGS:
+                            print(f"{PROG}: warning: line {number}: {w}", file=sys.stderr)
                     hyps.append(tr.text)
                     target_tokens += tr.num_tokens
                     if out:
@@ -180,6 +189,8 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
             raise CommandError(f"{output_hyps}: cannot write ({e.strerror or e})") from None
         raise
+    if warned > MOST_WARNINGS:
+        print(f"{PROG}: warning: {warned - MOST_WARNINGS:,} more warnings", file=sys.stderr)
     seconds = time.perf_counter() - start
     translated = len(sources) - kept           # the speed is this run's: not of hypotheses an earlier one kept
 

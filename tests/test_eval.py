@@ -291,3 +291,16 @@ def test_an_interrupted_run_keeps_its_hypotheses_and_goes_on(capsys, fixture_bun
     monkeypatch.setattr(Translator, "translate", lambda *a, **kw: (_ for _ in ()).throw(KeyboardInterrupt))
     code, out, err = cli(capsys, *args)
     assert (code, out, err.strip()) == (130, "", "mt-eval: interrupted")
+
+
+def test_warnings_are_a_line_each_and_few(capsys, fixture_bundle, tmp_path):
+    """Before: each over-long sentence was Python's two-line warning, the line of mtkit's source with it."""
+    src, ref = tmp_path / "long.de", tmp_path / "long.en"
+    src.write_text("".join(f"{'Hallo Welt ' * 400}{n}\n" for n in range(8)), encoding="utf-8")
+    ref.write_text("Hello world\n" * 8, encoding="utf-8")
+    code, out, err = cli(capsys, "-m", str(fixture_bundle), "-s", str(src), "-r", str(ref), "--greedy")
+    assert code == 0 and "BLEU" in out, err
+    lines = err.splitlines()
+    assert "LongInputWarning" not in err and all(line.startswith("mt-eval: warning: ") for line in lines), err
+    assert [line.split(":")[2] for line in lines[:5]] == [f" line {n}" for n in range(1, 6)]
+    assert lines[5:] == [f"mt-eval: warning: {8 - 5} more warnings"]
