@@ -24,18 +24,25 @@ texts asked for), so a page or an app asking for the same strings again is answe
 ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
 may call it from another origin only when `cors` names that origin (or "*"): a request with another
 Origin is 403, and so, on loopback, is one whose Host is not this machine (DNS rebinding). A client that goes away
-is one line in the log, and its translation stops after the batch being decoded.
+is one line in the log, and its translation stops after the batch being decoded. At most
+`connections` are served at once (a thread each; by default room for every translation running and
+waiting, and 32 more): past that a new connection is answered 503 at once and closed, and a client gets
+`timeout` seconds in all to send its request line and headers, so that clients holding connections open
+(slowloris) cannot run the server out of threads.
 """
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
 import mimetypes
 import secrets
 import select
 import socket
+import sys
 import threading
+import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -65,6 +72,9 @@ LANGUAGE_NAMES = {
 GET_ROUTES = {"": "health", "/health": "health", "/languages": "languages", "/frontend/settings": "settings"}
 POST_ROUTES = {"/translate": "translate", "/detect": "detect", "/translate_file": "translate_file"}
 REQUEST_TIMEOUT = 60.0      # seconds a client may stall in sending its request: a stalled one frees its thread
+# Connections served at once beyond the translations running and waiting: requests being read, quick GETs,
+# and requests the full queue refuses (its 503 says more than the connection limit's).
+SPARE_CONNECTIONS = 32
 # TranslationErrors that are the model's or the machine's fault (ONNX Runtime's errors in a run, out of
 # memory included, are ModelLoadErrors), not the request's: the others (bad options, an unknown language,
 # a document that cannot be read, ...) are the client's to fix.
@@ -357,6 +367,28 @@ def _is_loopback(name: str) -> bool:
         return False
 
 
+class HeaderReads(socket.SocketIO):
+    """A connection's reads, each waiting at most `timeout` s for a byte, and, until `deadline` (a
+    time.monotonic()) is set to None once the headers are in, all of them done by then: a client sending
+    its headers a byte at a time, each just within the timeout (slowloris), held its thread without end."""
+
+    def __init__(self, sock: socket.socket, timeout: float):
+        super().__init__(sock, "rb")
+        self.timeout, self.deadline = timeout, time.monotonic() + timeout
+
+    def readinto(self, b):
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the request line and headers took over {self.timeout:g} s")
+            self._sock.settimeout(min(left, self.timeout))
+        return super().readinto(b)
+
+    def headers_read(self) -> None:
+        self.deadline = None
+        self._sock.settimeout(self.timeout)
+
+
 def _detected(tr) -> dict:
     sentence = next((s for s in tr.languages if s.language == tr.language), None)
     probability = sentence.probability if sentence and sentence.probability is not None else 0.0
@@ -369,6 +401,12 @@ class Handler(BaseHTTPRequestHandler):
     service: Service
     server_version = "mtkit"
     timeout = REQUEST_TIMEOUT        # `make_server` sets it
+
+    def setup(self):
+        super().setup()
+        self.rfile.close()              # http.server's, replaced by one whose headers have a deadline
+        self._reads = HeaderReads(self.connection, self.timeout)
+        self.rfile = io.BufferedReader(self._reads)
 
     def handle(self):
         try:
@@ -383,7 +421,9 @@ class Handler(BaseHTTPRequestHandler):
         POST text/plain or a form to any address, unasked), and, on a server listening on loopback only,
         a Host that is not this machine (DNS rebinding: a page's own name pointed at 127.0.0.1, which
         makes the server its own origin, answers and all)."""
-        if not super().parse_request():
+        ok = super().parse_request()
+        self._reads.headers_read()      # the body's reads wait `timeout` each, as before
+        if not ok:
             return False
         origin, host = self.headers.get("Origin"), self.headers.get("Host")
         if origin is not None and self.service.cors not in ("*", origin):
@@ -610,17 +650,64 @@ def _form_data(content_type: str, body: bytes) -> dict:
     return fields
 
 
+class Server(ThreadingHTTPServer):
+    """http.server's threaded server, with at most `connections` served at once (a thread each): past
+    that a new connection is answered 503 at once and closed, not given a thread, so that clients that
+    hold connections open (slowloris) cannot run the server out of threads and memory. `make_server`
+    sets `connections` and `slots`."""
+
+    daemon_threads = True
+    connections: int
+    slots: threading.BoundedSemaphore
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            return self._turn_away(request, client_address)
+        try:
+            super().process_request(request, client_address)        # starts the thread
+        except BaseException:           # no thread: its slot is free again
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def _turn_away(self, request, client_address) -> None:
+        """503 and close, written by the thread that accepts every connection: so it never waits on this one."""
+        body = json.dumps({"error": f"busy: {self.connections} connections being served; retry later"}).encode()
+        cors = self.RequestHandlerClass.service.cors
+        head = ("HTTP/1.0 503 Service Unavailable\r\nServer: mtkit\r\nContent-Type: application/json; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\nRetry-After: 1\r\n"
+                + (f"Access-Control-Allow-Origin: {cors}\r\n" if cors else "") + "\r\n")
+        try:
+            request.setblocking(False)
+            request.send(head.encode("latin-1") + body)
+            request.recv(65536)         # what the request sent already: closed unread, the socket resets, the answer lost
+        except OSError:                 # nothing sent yet, or a client already gone
+            pass
+        self.shutdown_request(request)
+        if not self.quiet:
+            sys.stderr.write(f"{client_address[0]} - - [{time.strftime('%d/%b/%Y %H:%M:%S')}] refused a "
+                             f"connection: {self.connections} being served (503)\n")
+
+
 def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, quiet: bool = False,
-                timeout: float = REQUEST_TIMEOUT) -> ThreadingHTTPServer:
+                timeout: float = REQUEST_TIMEOUT, connections: int | None = None) -> Server:
     """A threaded HTTP server for `service`, bound and ready for `serve_forever()` (port 0: any free one).
-    `timeout`: the seconds a client may stall in sending its request before it is answered 408."""
+    `timeout`: the seconds a client may stall in sending its request before it is answered 408, and the
+    most its request line and headers may take. `connections`: the most served at once (default: the
+    translations running and waiting, `concurrency` + `queue`, and SPARE_CONNECTIONS more)."""
     handler = type("ServiceHandler", (Handler,), {"service": service, "timeout": timeout})
     host = host.strip("[]")
-    kind = ThreadingHTTPServer
+    kind = Server
     if ":" in host:                 # an IPv6 address (::1, ::), which an IPv4 socket cannot take
-        kind = type("ThreadingHTTPServer6", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+        kind = type("Server6", (Server,), {"address_family": socket.AF_INET6})
     server = kind((host, port), handler)
-    server.daemon_threads = True
+    server.connections = connections or service.concurrency + service.queue + SPARE_CONNECTIONS
+    server.slots = threading.BoundedSemaphore(server.connections)
     server.quiet = quiet
     # Bound to loopback only: the Host of every request must name this machine (see Handler.parse_request)
     server.loopback_only = ipaddress.ip_address(server.server_address[0]).is_loopback

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -495,10 +496,10 @@ def test_a_text_file_over_the_file_char_limit_is_refused(url):
 
 
 @contextmanager
-def serving(translator, quiet: bool = False, timeout: float = 60, **settings):
+def serving(translator, quiet: bool = False, timeout: float = 60, connections: int | None = None, **settings):
     """The address of a server for `translator` with Service's `settings`, until the block ends."""
     server = make_server(Service(translator, DecodeOptions(beam_size=1), **settings), port=0, quiet=quiet,
-                         timeout=timeout)
+                         timeout=timeout, connections=connections)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -559,6 +560,47 @@ def test_a_client_that_stalls_in_its_body_gets_408(fixture_translator):
         assert head.startswith(b"HTTP/1.0 408 ")
         assert json.loads(body) == {"error": "Request timeout: no more of the body came for 0.5 s "
                                              "(Content-Length said 100 bytes)"}
+
+
+def test_connections_past_the_limit_are_answered_503_at_once(fixture_translator, capfd):
+    """Each connection had a thread, without limit: clients holding connections open (slowloris) could
+    run the server out of threads and memory. Past `connections`, one gets 503 at once, unread."""
+    with serving(fixture_translator, connections=3) as where:
+        port = int(where.rsplit(":", 1)[1])
+        capfd.readouterr()
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]     # they send nothing
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            start = time.monotonic()
+            sock.sendall(b"GET /languages HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            head, _, body = answer_on(sock).partition(b"\r\n\r\n")
+            assert time.monotonic() - start < 5
+        assert head.startswith(b"HTTP/1.0 503 ") and b"\r\nRetry-After: 1" in head
+        assert json.loads(body) == {"error": "busy: 3 connections being served; retry later"}
+        assert "refused a connection: 3 being served (503)" in log_until(capfd, "refused a connection")
+        for sock in idle:               # they go: their threads end, and there is room again
+            sock.close()
+        deadline = time.monotonic() + 30
+        while (answer := call(where, "/languages"))[0] == 503 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert answer[0] == 200
+
+
+def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(fixture_translator):
+    """The timeout was per read only: a byte every 0.2 s (within a timeout of 1 s) held the connection,
+    and its thread, for as long as the client went on (forever, 60 s being the default). The request
+    line and headers now have the timeout in all."""
+    with serving(fixture_translator, timeout=1) as where, \
+            socket.create_connection(("127.0.0.1", int(where.rsplit(":", 1)[1]))) as sock:
+        start, closed = time.monotonic(), False
+        try:
+            for byte in b"GET /languages HTTP/1.0\r\nX-Slow: " + b"a" * 50:      # 15 s of it
+                sock.sendall(bytes([byte]))
+                if select.select([sock], [], [], 0.2)[0]:      # the server closed it
+                    closed = sock.recv(100) == b""
+                    break
+        except ConnectionError:         # closed as a byte came
+            closed = True
+        assert closed and time.monotonic() - start < 5
 
 
 def test_a_client_that_goes_away_is_one_line_in_the_log_and_its_translation_stops(fixture_translator, capfd):
