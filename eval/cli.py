@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from mtkit.runtime.cli_options import DATA_DIR, decoding_options, model_options
-from mtkit.runtime.cli_support import CommandError, command, progress_bar, run_and_exit
+from mtkit.runtime.cli_support import CommandError, command, progress_bar, run_and_exit, say_kept
 
 PROG = "mt-eval"
 CHUNK = 256             # sentences a call: big enough for length-sorted batches, small enough for a moving progress bar
@@ -178,12 +178,7 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
                           f"({100 * len(hyps) // len(sources)}%), {last_line - start:.0f} s", file=sys.stderr)
     except BaseException as e:
         if out is not None and out.partial and out.lines:       # Ctrl-C, SIGTERM, an error: say what is kept
-            ctrl_c = isinstance(e, KeyboardInterrupt)
-            after_ctrl_c = "\n" if ctrl_c and sys.stderr.isatty() else ""        # a terminal shows "^C" there
-            print(f"{after_ctrl_c}{PROG}: {out.lines:,} of {len(sources):,} hypotheses are kept in {out.partial}; "
-                  f"BLEU not computed; the same command goes on from there", file=sys.stderr)
-            if ctrl_c:
-                raise click.Abort() from None       # "interrupted", without another new line from click
+            say_kept(PROG, e, f"{out.lines:,} of {len(sources):,} hypotheses are kept in {out.partial}; BLEU not computed")
         if isinstance(e, (TranslationError, InputError)):
             raise CommandError(str(e)) from None
         if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):

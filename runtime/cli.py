@@ -21,7 +21,7 @@ import click
 from click.core import ParameterSource
 
 from .cli_options import budget_options, decoding_options, model_options
-from .cli_support import CommandError, command, progress_bar, run_and_exit
+from .cli_support import CommandError, command, progress_bar, run_and_exit, say_kept
 from .documents import BYTES, METHODS, suffix
 
 PROG = "mt-translate"
@@ -419,12 +419,7 @@ def write_resumable(output: str, job: dict, write_all, total: int, quiet: bool) 
     except BaseException as e:
         if out is None or not out.partial or not out.lines:
             raise
-        ctrl_c = isinstance(e, KeyboardInterrupt)
-        after_ctrl_c = "\n" if ctrl_c and sys.stderr.isatty() else ""        # a terminal shows "^C" there
-        print(f"{after_ctrl_c}{PROG}: {out.lines:,} of {total:,} lines are kept in {out.partial}; the same command "
-              f"goes on from there", file=sys.stderr)
-        if ctrl_c:
-            raise click.Abort() from None       # "interrupted", without another new line from click
+        say_kept(PROG, e, f"{out.lines:,} of {total:,} lines are kept in {out.partial}")
         raise
 
 

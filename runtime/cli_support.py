@@ -180,6 +180,16 @@ def run_and_exit(command: Command) -> None:
     os._exit(code)            # also when a flush failed: the interpreter's own would fail again, as exit 120
 
 
+def say_kept(prog: str, error: BaseException, kept: str) -> None:
+    """After a run with resumable output ended by `error`: say what it kept, and that the same command
+    goes on from there; Ctrl-C then ends as an interrupted command does."""
+    ctrl_c = isinstance(error, KeyboardInterrupt)
+    after_ctrl_c = "\n" if ctrl_c and sys.stderr.isatty() else ""        # a terminal shows "^C" there
+    print(f"{after_ctrl_c}{prog}: {kept}; the same command goes on from there", file=sys.stderr)
+    if ctrl_c:
+        raise click.Abort() from None       # "interrupted", without another new line from click
+
+
 def progress_bar():
     """The progress bar mt-translate and mt-eval show on stderr for a file (rich loads only here)."""
     from rich.console import Console
