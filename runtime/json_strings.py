@@ -20,7 +20,7 @@ import warnings
 from . import icu
 from .errors import DocumentError
 from .language_id import has_letters
-from .messages import translate_messages
+from .messages import translate_messages, with_line_ends_of
 
 MAX_DEPTH = 200         # levels of nesting read: a locale file has a few, and the walks below recurse
 
@@ -53,9 +53,8 @@ def translate_json(translator, document: str, to=None, options=None, *, from_lan
     if isinstance(data, dict) and isinstance(data.get("@@locale"), str):
         data["@@locale"] = to                    # an ARB file names its language
     # Every "\n" json writes is between values (one in a string is escaped): each ends as the file's lines do.
-    newline = "\r\n" if "\r\n" in document else "\n"
-    out = json.dumps(data, ensure_ascii=False, indent=indentation(document)).replace("\n", newline)
-    return out + (newline if document.endswith("\n") else "")
+    out = json.dumps(data, ensure_ascii=False, indent=indentation(document))
+    return with_line_ends_of(document, out + ("\n" if document.endswith("\n") else ""))
 
 
 def _object(pairs: list[tuple[str, object]]) -> dict:

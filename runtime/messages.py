@@ -31,3 +31,9 @@ def keep_spaces(source: str, translation: str) -> str:
         return source
     lead, trail = source[: len(source) - len(source.lstrip())], source[len(source.rstrip()):]
     return lead + translation.strip() + trail
+
+
+def with_line_ends_of(document: str, text: str) -> str:
+    """`text`, a catalog written again by its parser with "\n" alone, with the "\r\n" line ends of a
+    `document` written on Windows: its parser read each as "\n"."""
+    return text.replace("\n", "\r\n") if "\r\n" in document else text

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from .errors import DocumentError
-from .messages import translate_messages
+from .messages import translate_messages, with_line_ends_of
 
 FUZZY = "fuzzy"
 NPLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
@@ -61,7 +61,7 @@ def translate_po(translator, document: str, to=None, options=None, *, from_lang:
     if "Content-Type" in catalog.metadata:      # written in UTF-8: a Latin-1 label would garble its letters
         catalog.metadata["Content-Type"] = re.sub(r"charset=[\w.:-]+", "charset=UTF-8", catalog.metadata["Content-Type"])
     out = str(catalog).rstrip("\n") + "\n"
-    return out.replace("\n", "\r\n") if "\r\n" in document else out     # a Windows file keeps its line ends
+    return with_line_ends_of(document, out)
 
 
 def catalog_language(catalog, translator) -> str | None:

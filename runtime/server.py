@@ -198,8 +198,7 @@ class Service:
         self.admission = Admission(self.concurrency, self.queue)
         # Room for the bodies of the largest requests translating and three waiting (the queue may hold
         # more that are smaller).
-        largest = max(self.body_limit("multipart/form-data"), self.body_limit("application/json"))
-        self.bodies = BodyBudget((self.concurrency + 3) * largest)
+        self.bodies = BodyBudget((self.concurrency + 3) * self.largest_body)
         self.answers = AnswerCache(self.cache)
         self.downloads = AnswerCache(self.files)
 
@@ -207,6 +206,10 @@ class Service:
         """The most bytes a body of this Content-Type may have: a file's, or `char_limit` characters as
         UTF-8 and JSON escapes, with room to spare for a form's headers."""
         return (self.file_limit if kind == "multipart/form-data" else 8 * self.char_limit) + 65536
+
+    @property
+    def largest_body(self) -> int:
+        return max(self.body_limit("multipart/form-data"), self.body_limit("application/json"))
 
     def health(self) -> dict:
         return {"status": "ok", "languages": self.translator.languages}
@@ -511,8 +514,7 @@ class Handler(BaseHTTPRequestHandler):
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower() or self._expects_continue():
             return                      # a client that waits for 100 Continue sends no body after a refusal
         try:
-            largest = max(self.service.body_limit("multipart/form-data"), self.service.body_limit(""))
-            left = min(int(self.headers.get("Content-Length") or 0), largest)
+            left = min(int(self.headers.get("Content-Length") or 0), self.service.largest_body)
             while left > 0 and (chunk := self.rfile.read(min(left, 65536))):
                 left -= len(chunk)
         except (ValueError, OSError):       # no usable length; a client that stalls or goes: it is left

@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 from . import icu
 from .errors import DocumentError
 from .language_id import has_letters
-from .messages import catalog_source, translate_messages
+from .messages import catalog_source, translate_messages, with_line_ends_of
 
 PAIRED = {"g", "pc", "mrk"}                   # elements around words: they follow them
 MT_STATE = {"1": {"state": "needs-review-translation", "state-qualifier": "mt-suggestion"},     # by major version
@@ -71,8 +71,8 @@ def translate_xliff(translator, document: str, to=None, options=None, *, from_la
     declaration = re.sub(r"""(\sencoding\s*=\s*)(["'])[^"']*\2""", r"\1\2UTF-8\2", declaration)
     out = etree.tostring(root.getroottree(), encoding="unicode")       # with a DOCTYPE or comments around the root
     out = declaration + out + ("\n" if document.endswith("\n") else "")
-    # XML reads every line's end as "\n": a file written with "\r\n" gets them back (lxml writes a "\r" in text as &#13;).
-    return out.replace("\n", "\r\n") if "\r\n" in document else out
+    # XML reads every line's end as "\n" (lxml writes a "\r" in text as &#13;).
+    return with_line_ends_of(document, out)
 
 
 def _local(element) -> str:
