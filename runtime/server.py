@@ -659,6 +659,7 @@ class Server(ThreadingHTTPServer):
     sets `connections` and `slots`."""
 
     daemon_threads = True
+    request_queue_size = 128    # listen backlog (socketserver's is 5): a burst of clients waits here, not in SYN retries
     connections: int
     slots: threading.BoundedSemaphore
 

@@ -720,3 +720,23 @@ def test_it_listens_on_an_ipv6_address(fixture_translator):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_burst_of_connections_waits_in_the_listen_queue_not_in_syn_retries(fixture_translator):
+    """socketserver's listen backlog is 5: a burst of clients connecting at once (a page loading, a
+    script's thread pool) past 6 had their handshakes dropped by the kernel and waited a second or more
+    in retries before the server even saw them. Here the server accepts nothing, so all of the burst
+    must wait in the listen queue: 40 connect at once."""
+    server = make_server(Service(fixture_translator, DecodeOptions(beam_size=1)), port=0, quiet=True)
+    try:
+        waiting = []
+        for _ in range(40):
+            try:
+                waiting.append(socket.create_connection(server.server_address, timeout=0.5))
+            except OSError:
+                break
+        assert len(waiting) == 40
+    finally:
+        for sock in waiting:
+            sock.close()
+        server.server_close()
