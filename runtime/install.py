@@ -53,7 +53,7 @@ def install(source: str, name: str | None = None, force: bool = False,
     root = model_store.models_dir()
     target = root / name
     if target.exists() and not force:
-        raise InstallError(f"{name}: already installed in {target} (pass --force to replace it)")
+        raise InstallError(already_installed(name, target))
     if not is_url(source) and not Path(source).exists():
         if "://" in source:     # a URL, but not one `download` can fetch (ftp://, file://)
             scheme = urllib.parse.urlsplit(source).scheme
@@ -70,6 +70,9 @@ def install(source: str, name: str | None = None, force: bool = False,
         verification = checksums.verify(found, config)
         if verification.problems:       # none when nothing is recorded: such a bundle installs unverified
             raise InstallError(f"{source}: {'; '.join(verification.problems)}; nothing was installed")
+        # Checked again: another install of this name may have finished while this one worked.
+        if target.exists() and not force:
+            raise InstallError(f"{already_installed(name, target)}; nothing was installed")
         try:
             if target.exists():     # --force: the old model moves out whole, the new one in whole
                 os.replace(target, staging / "replaced")
@@ -81,6 +84,10 @@ def install(source: str, name: str | None = None, force: bool = False,
         shutil.rmtree(staging, ignore_errors=True)
     verification.directory = target
     return target, verification
+
+
+def already_installed(name: str, target: Path) -> str:
+    return f"{name}: already installed in {target} (pass --force to replace it)"
 
 
 def fetch(source: str, staging: Path, show_progress) -> Path:

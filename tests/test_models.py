@@ -404,3 +404,22 @@ def test_cache_shows_its_parts_and_clears_them(fixture_bundle, tmp_path, monkeyp
     assert result.exit_code == 0 and result.output.startswith(f"cleared {root} (")
     assert list(root.iterdir()) == []
     assert translates(fixture_bundle) and (root / "ort").is_dir()
+
+
+def test_an_install_without_force_never_replaces_a_model_installed_meanwhile(fixture_bundle, tmp_path, server,
+                                                                                models_dir):
+    """Two installs of one name at once: both found the name free, and the one that finished second
+    replaced the first's model without --force (three concurrent `mt-models install DIR --name m` all
+    said 'installed'). Now the second says the name is taken and keeps what is there."""
+    www, url = server
+    make_tgz(copy_bundle(fixture_bundle, tmp_path / "web-model"), www / "web-model.tar.gz")
+    theirs = copy_bundle(fixture_bundle, tmp_path / "theirs")
+    (theirs / "notes.txt").write_text("the other install's")
+
+    def install_theirs_meanwhile(total):      # the other process installs while this one downloads
+        install.install(str(theirs), "m")
+        return lambda n: None
+
+    with pytest.raises(install.InstallError, match=r"^m: already installed in .*; nothing was installed"):
+        install.install(f"{url}/web-model.tar.gz", "m", show_progress=install_theirs_meanwhile)
+    assert leftovers(models_dir) == ["m"] and (models_dir / "m" / "notes.txt").is_file()
