@@ -340,9 +340,12 @@ class BundleConfig:
         BundleError naming `source` and the field otherwise."""
         version = data.get("schema_version") if isinstance(data, dict) else None
         if isinstance(version, bool) or version not in READABLE_VERSIONS:
+            newer = type(version) is int and version > SCHEMA_VERSION      # True is an int, not a version
+            fix = ("written by a newer mtkit; upgrade mtkit (pip install -U mtkit) to read it" if newer
+                   else "re-export the model with this mt-export")
             raise BundleError(
                 f"{source}: schema_version {_show(version)} is not supported (this runtime reads versions "
-                f"{', '.join(map(str, READABLE_VERSIONS))}); re-export the model with this mt-export"
+                f"{', '.join(map(str, READABLE_VERSIONS))}); {fix}"
             )
         try:
             config = cls._parse(data, version)

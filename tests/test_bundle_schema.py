@@ -178,3 +178,16 @@ def test_the_commands_print_one_line_and_exit_1(case, tmp_path):
         assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith(f"{command[0]}: error: "), proc.stderr
         assert f"{directory / 'config.json'}: " in proc.stderr
         assert re.search(expected, proc.stderr)
+
+
+@pytest.mark.parametrize("version, fix", [
+    (3, r"written by a newer mtkit; upgrade mtkit \(pip install -U mtkit\) to read it"),
+    (0, "re-export the model with this mt-export"),
+    ("2", "re-export the model with this mt-export"),
+])
+def test_a_schema_version_this_runtime_cannot_read_says_what_to_do(version, fix, tmp_path):
+    """A bundle from a newer mtkit (the fleet has upgraded one machine) was told to be re-exported
+    'with this mt-export', which cannot help; it is this mtkit that must be upgraded."""
+    directory = write_config(tmp_path / "v", setter("schema_version", value=version))
+    with pytest.raises(BundleError, match=f"schema_version {re.escape(json.dumps(version))} is not supported .*; {fix}$"):
+        BundleConfig.load(directory)
