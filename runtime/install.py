@@ -59,8 +59,12 @@ def install(source: str, name: str | None = None, force: bool = False,
             scheme = urllib.parse.urlsplit(source).scheme
             raise InstallError(f"{source}: unsupported URL scheme {scheme!r} (use http or https, or a local path)")
         raise InstallError(f"{source}: no such file or directory")
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".install-{name}-", dir=root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".install-{name}-", dir=root))
+    except OSError as e:        # read-only, not a directory, not ours
+        raise InstallError(f"{root}: cannot write to the models directory ({e.strerror or e}); "
+                           "set MT_MODELS_DIR to a writable one") from None
     try:
         found = fetch(source, staging, show_progress)
         try:
@@ -173,7 +177,10 @@ def remove(name: str) -> Path:
         raise InstallError(f"{name}: no such installed model in {model_store.models_dir()} "
                            "(mt-models list shows the models)")
     # Renamed first, so the name is gone at once and a failed delete leaves only a hidden directory.
-    doomed = Path(tempfile.mkdtemp(prefix=f".remove-{name}-", dir=target.parent))
-    os.replace(target, doomed / name)
+    try:
+        doomed = Path(tempfile.mkdtemp(prefix=f".remove-{name}-", dir=target.parent))
+        os.replace(target, doomed / name)
+    except OSError as e:        # a read-only models directory
+        raise InstallError(f"{name}: cannot remove {target} ({e.strerror or e})") from None
     shutil.rmtree(doomed, ignore_errors=True)
     return target
