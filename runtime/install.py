@@ -12,6 +12,7 @@ import http.client
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -24,6 +25,7 @@ from .bundle_format import BundleError
 
 CHUNK = 1 << 16
 TIMEOUT_S = 60            # per network operation; a stalled server fails instead of hanging
+LEFTOVER_S = 3600         # a hidden install or removal directory untouched this long was killed
 
 
 class InstallError(BundleError):
@@ -65,6 +67,7 @@ def install(source: str, name: str | None = None, force: bool = False,
     except OSError as e:        # read-only, not a directory, not ours
         raise InstallError(f"{root}: cannot write to the models directory ({e.strerror or e}); "
                            "set MT_MODELS_DIR to a writable one") from None
+    remove_leftovers(root)
     try:
         found = fetch(source, staging, show_progress)
         try:
@@ -176,6 +179,7 @@ def remove(name: str) -> Path:
                                "mt-models remove only removes installed models")
         raise InstallError(f"{name}: no such installed model in {model_store.models_dir()} "
                            "(mt-models list shows the models)")
+    remove_leftovers(target.parent)
     # Renamed first, so the name is gone at once and a failed delete leaves only a hidden directory.
     try:
         doomed = Path(tempfile.mkdtemp(prefix=f".remove-{name}-", dir=target.parent))
@@ -184,3 +188,17 @@ def remove(name: str) -> Path:
         raise InstallError(f"{name}: cannot remove {target} ({e.strerror or e})") from None
     shutil.rmtree(doomed, ignore_errors=True)
     return target
+
+
+def remove_leftovers(root: Path) -> None:
+    """Delete the hidden directories of installs and removals that were killed (kill -9, a reboot)
+    before they could: each holds a copy of a bundle that nothing would ever list or use. One still at
+    work keeps writing into its directory, so only those untouched for LEFTOVER_S go."""
+    stopped_before = time.time() - LEFTOVER_S
+    for path in [*root.glob(".install-*"), *root.glob(".remove-*")]:
+        try:
+            last_written = max(p.lstat().st_mtime for p in [path, *path.rglob("*")])
+        except OSError:         # removed meanwhile by its own process
+            continue
+        if last_written < stopped_before:
+            shutil.rmtree(path, ignore_errors=True)

@@ -449,3 +449,25 @@ def test_remove_from_a_read_only_models_directory_is_one_line(fixture_bundle, mo
     assert result.exit_code == 1 and result.stderr == (
         f"mt-models: error: m: cannot remove {models_dir / 'm'} (Permission denied)\n")
     assert translates("m")
+
+
+def test_an_install_killed_midway_leaves_nothing_that_the_next_install_keeps(fixture_bundle, models_dir):
+    """kill -9 (the OOM killer, a reboot) during an install left its hidden copy of the bundle in the
+    models directory for ever, unlisted (54 MB for the shipped model, each time). The next install or
+    removal deletes such copies once nothing has written into them for an hour; one at work stays."""
+    command = [str(Path(sys.executable).parent / "mt-models"), "install", str(fixture_bundle), "--name", "m"]
+    killed = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(models_dir.glob(".install-m-*/*")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    killed.kill()
+    killed.wait()
+    left = [p for p in models_dir.iterdir() if p.name.startswith(".install-m-")]
+    assert left, "the install finished before it could be killed"
+    hours_ago = time.time() - 2 * 3600                 # as if it was killed two hours ago
+    for path in [*left, *(p for d in left for p in d.rglob("*"))]:
+        os.utime(path, (hours_ago, hours_ago), follow_symlinks=False)
+    at_work = models_dir / ".install-other-x1y2z3"     # another install, still copying
+    (at_work / "bundle").mkdir(parents=True)
+    assert mt_models("install", fixture_bundle, "--name", "n").exit_code == 0
+    assert leftovers(models_dir) == [at_work.name, "n"]
