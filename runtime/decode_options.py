@@ -39,6 +39,11 @@ class OptionError(TranslationError, ValueError):
         self.template, self.options = template, options
         super().__init__(self.message(lambda name: name))
 
+    def __reduce__(self):
+        # Pickled (multiprocessing hands a worker's exception back so) with its own arguments: by default
+        # it is rebuilt from the message alone, which this __init__ refuses.
+        return type(self), (self.template, self.options)
+
     def message(self, name: Callable[[str], str]) -> str:
         return self.template.format(o=self.options, **{f.name: name(f.name) for f in fields(self.options)})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -107,6 +108,16 @@ def test_messages_can_name_flags_instead_of_fields():
     with pytest.raises(OptionError) as info:
         DecodeOptions(beam_size=4, num_hypotheses=5)
     assert info.value.message(flag) == "--n-best (5) cannot exceed --beam-size (4) without --sampling"
+
+
+def test_an_option_error_crosses_a_process_boundary():
+    # multiprocessing pickles a worker's exception: OptionError's own __init__ arguments made unpickling
+    # fail, which broke a ProcessPoolExecutor (BrokenProcessPool) and hung a multiprocessing.Pool
+    with pytest.raises(OptionError) as info:
+        DecodeOptions(beam_size=4, num_hypotheses=5)
+    back = pickle.loads(pickle.dumps(info.value))
+    assert type(back) is OptionError and str(back) == str(info.value)
+    assert back.message(flag) == "--n-best (5) cannot exceed --beam-size (4) without --sampling"
 
 
 def test_every_flag_is_unique_and_explained():
