@@ -471,3 +471,13 @@ def test_an_install_killed_midway_leaves_nothing_that_the_next_install_keeps(fix
     (at_work / "bundle").mkdir(parents=True)
     assert mt_models("install", fixture_bundle, "--name", "n").exit_code == 0
     assert leftovers(models_dir) == [at_work.name, "n"]
+
+
+def test_install_of_a_checkpoint_says_to_export_it(fixture_checkpoint, models_dir):
+    """A .pt is a zip file: install unpacked it and said 'no config.json inside; is this a model bundle
+    written by mt-export?', where mt-translate -m says what to do."""
+    result = mt_models("install", fixture_checkpoint)
+    assert result.exit_code == 1 and result.stderr == (
+        f"mt-models: error: {fixture_checkpoint}: a training checkpoint, not a bundle; export it with "
+        "mt-export first (mt-eval can score a checkpoint directly)\n")
+    assert leftovers(models_dir) == []
