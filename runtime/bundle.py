@@ -104,13 +104,16 @@ def resolve_model(path: str | Path | None) -> Path:
         return path.resolve()
     if is_archive(path):
         return unpack_archive(path)
-    check_not_checkpoint(path)
+    check_mistaken_file(path)
     raise BundleError(f"{path}: not a bundle directory nor a .tar.gz / .zip archive")
 
 
-def check_not_checkpoint(path: Path) -> None:
-    """Raise BundleError, saying what to do, if the file `path` is a training checkpoint (a zip file
-    inside, so it must be told by its name before anything tries to unpack it)."""
+def check_mistaken_file(path: Path) -> None:
+    """Raise BundleError, saying what to give instead, if the file `path` is one taken for a bundle: a
+    file inside a bundle directory, or a training checkpoint (a zip file inside, so it must be told by
+    its name before anything tries to unpack it)."""
+    if is_bundle_dir(path.parent):
+        raise BundleError(f"{path}: a file of the bundle {path.parent}; give the bundle's directory")
     if path.suffix in (".pt", ".pth"):
         raise BundleError(f"{path}: a training checkpoint, not a bundle; export it with mt-export first "
                           "(mt-eval can score a checkpoint directly)")

@@ -107,7 +107,7 @@ def fetch(source: str, staging: Path, show_progress) -> Path:
     if path.is_dir():
         bundle.check_bundle_dir(path)
         return copy_bundle(path, staging / "bundle", source)
-    bundle.check_not_checkpoint(path)
+    bundle.check_mistaken_file(path)
     return unpack(path, staging, source)
 
 

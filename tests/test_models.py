@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -480,4 +481,19 @@ def test_install_of_a_checkpoint_says_to_export_it(fixture_checkpoint, models_di
     assert result.exit_code == 1 and result.stderr == (
         f"mt-models: error: {fixture_checkpoint}: a training checkpoint, not a bundle; export it with "
         "mt-export first (mt-eval can score a checkpoint directly)\n")
+    assert leftovers(models_dir) == []
+
+
+def test_a_file_inside_a_bundle_given_as_the_model_names_the_bundle(fixture_bundle, tmp_path, models_dir):
+    """-m BUNDLE/config.json (or an .onnx of it, as other toolkits take a model file) said only 'not a
+    bundle directory nor a .tar.gz / .zip archive', and install 'cannot unpack'; now each names the
+    directory to give."""
+    for name in ("config.json", "encoder.int8.onnx"):
+        given = fixture_bundle / name
+        expected = f"{given}: a file of the bundle {fixture_bundle}; give the bundle's directory"
+        with pytest.raises(ModelLoadError, match=f"^{re.escape(expected)}$"):
+            Translator(given)
+        for command in ("verify", "install"):
+            result = mt_models(command, given)
+            assert (result.exit_code, result.stderr) == (1, f"mt-models: error: {expected}\n")
     assert leftovers(models_dir) == []
