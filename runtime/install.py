@@ -39,8 +39,8 @@ def is_url(source: str) -> bool:
 def default_name(source: str) -> str:
     """The name a model gets without --name: its directory's or archive's name, without the suffix."""
     if is_url(source):
-        source = urllib.parse.unquote(urllib.parse.urlsplit(source).path)
-    return bundle.archive_stem(Path(source.rstrip("/")).name)
+        return bundle.archive_stem(Path(urllib.parse.unquote(urllib.parse.urlsplit(source).path)).name)
+    return bundle.archive_stem(Path(os.path.abspath(source)).name)    # abspath: "." and ".." have names
 
 
 def install(source: str, name: str | None = None, force: bool = False,

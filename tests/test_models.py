@@ -497,3 +497,11 @@ def test_a_file_inside_a_bundle_given_as_the_model_names_the_bundle(fixture_bund
             result = mt_models(command, given)
             assert (result.exit_code, result.stderr) == (1, f"mt-models: error: {expected}\n")
     assert leftovers(models_dir) == []
+
+
+def test_install_dot_takes_the_name_of_the_directory(fixture_bundle, tmp_path, monkeypatch, models_dir):
+    """cd de-en-v2 && mt-models install . said "'' is not a valid model name; pass --name"."""
+    monkeypatch.chdir(copy_bundle(fixture_bundle, tmp_path / "de-en-v2"))
+    result = mt_models("install", ".")
+    assert result.exit_code == 0, result.output
+    assert leftovers(models_dir) == ["de-en-v2"]
