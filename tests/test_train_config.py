@@ -62,6 +62,11 @@ def load(tmp_path: Path, text: str, overrides=()) -> RunConfig:
     (BASE.replace('["de", "en"]', '["de"]'), r"data.train\[0\] is de-en, but en is not in languages \(de\)"),
     (BASE.replace('["de", "en"]', '["de", "en", "de"]'), r"languages names de more than once"),
     (BASE + '[[data.dev]]\nprefix = "d"\nsrc = "de"\ntgt = "fr"\n', r"data.dev\[0\] is de-fr, but fr is not in"),
+    # A corpus names its files one way, whole: none read ".de.gz", and of two ways one was silently ignored.
+    (BASE.replace('prefix = "x"\n', ""), r"\[data.train\[0\]\] names no files: give prefix, src_file and tgt_file, or tsv$"),
+    (BASE.replace('prefix = "x"', 'src_file = "a.de"'), r"\[data.train\[0\]\] gives src_file without tgt_file"),
+    (BASE.replace('prefix = "x"', 'tsv = "a.tsv"\nsrc_file = "a.de"\ntgt_file = "a.en"'),
+     r"\[data.train\[0\]\] names its files more than one way \(src_file and tgt_file, tsv\): give one"),
 ])
 def test_a_bad_value_is_refused_naming_its_key(tmp_path, text, message):
     with pytest.raises(DataError, match=rf"^{tmp_path / 'x.toml'}: {message}"):

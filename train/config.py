@@ -49,6 +49,19 @@ class Corpus:
     strip_final_stop: bool = False
     suffix: str = ".gz"
 
+    def __post_init__(self):
+        # One way, whole: `files` would otherwise look for ".de.gz" when none is given, and use one of two
+        # ways given without a word about the other.
+        ways = [way for way, given in (("prefix", self.prefix), ("src_file and tgt_file", self.src_file or self.tgt_file),
+                                       ("tsv", self.tsv)) if given]
+        if not ways:
+            raise ValueError("names no files: give prefix, src_file and tgt_file, or tsv")
+        if len(ways) > 1:
+            raise ValueError(f"names its files more than one way ({', '.join(ways)}): give one")
+        if bool(self.src_file) != bool(self.tgt_file):
+            given, missing = ("src_file", "tgt_file") if self.src_file else ("tgt_file", "src_file")
+            raise ValueError(f"gives {given} without {missing}")
+
     def files(self, data_dir: Path, config_dir: Path = Path(".")) -> list[Path]:
         names = [self.tsv] if self.tsv else [self.src_file or f"{self.prefix}.{self.src}{self.suffix}",
                                             self.tgt_file or f"{self.prefix}.{self.tgt}{self.suffix}"]
