@@ -84,6 +84,11 @@ def test_good_values_are_taken_as_annotated(tmp_path):
         RunConfig.load(config)
 
 
+def test_a_config_without_name_is_named_and_placed_by_its_file(tmp_path):
+    run = load(tmp_path, BASE)                  # x.toml: two such configs no longer share runs/run
+    assert (run.name, run.output_dir) == ("x", "runs/x")
+
+
 def test_set_checks_sections_and_takes_top_level_keys(tmp_path):
     run = load(tmp_path, BASE, ['languages=["en", "de"]', "name=foo", "optim.lr=2e-3"])
     assert (run.languages, run.name, run.output_dir, run.optim.lr) == (["en", "de"], "foo", "runs/foo", 2e-3)

@@ -239,8 +239,8 @@ class RunConfig:
                 raise DataError(f"{src}: [{where}] {e}") from None
 
         raw = dict(raw)
-        raw.setdefault("output_dir", f"runs/{raw.get('name', 'run')}")
         raw.setdefault("name", path.stem if path else "run")
+        raw.setdefault("output_dir", f"runs/{raw['name']}")
         for name, hint in get_type_hints(cls).items():
             if is_dataclass(hint):
                 raw.setdefault(name, {})             # a section left out takes its defaults
