@@ -131,8 +131,9 @@ def cache_dir() -> Path:
     return cache_root() / "bundles"
 
 
-def extract_archive(archive: Path, dest: Path) -> None:
-    """Unpack a .tar(.gz) or .zip (told apart by content) into `dest`, refusing paths that leave it."""
+def extract_archive(archive: Path, dest: Path, shown_as: Path | None = None) -> None:
+    """Unpack a .tar(.gz) or .zip (told apart by content) into `dest`, refusing paths that leave it. A
+    full disk is said of `shown_as`, by default the folder holding `dest` (a temporary directory)."""
     import gzip  # only for archives: kept off mt-translate's start-up
     import tarfile
     import zipfile
@@ -158,7 +159,7 @@ def extract_archive(archive: Path, dest: Path) -> None:
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, gzip.BadGzipFile):
         raise ArchiveError(archive, archive_problem(archive)) from None
     except OSError as e:                    # the disk, not the archive
-        raise BundleError(f"{archive}: cannot unpack into {dest.parent} ({e.strerror or e})") from None
+        raise BundleError(f"{archive}: cannot unpack into {shown_as or dest.parent} ({e.strerror or e})") from None
 
 
 def check_member_path(archive: Path, name: str) -> None:

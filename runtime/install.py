@@ -137,7 +137,7 @@ def unpack(archive: Path, staging: Path, source: str) -> Path:
     unpacked = staging / "unpacked"
     unpacked.mkdir()
     try:
-        bundle.extract_archive(archive, unpacked)
+        bundle.extract_archive(archive, unpacked, shown_as=staging.parent)     # the models dir
     except bundle.ArchiveError as e:
         why = f"download incomplete or not an archive ({e.reason})" if is_url(source) else f"cannot unpack: {e.reason}"
         raise InstallError(f"{source}: {why}") from None
@@ -157,7 +157,13 @@ def download(url: str, dest: Path, show_progress=None) -> None:
             total = int(response.headers.get("Content-Length") or 0) or None
             advance = show_progress(total) if show_progress else None
             while chunk := response.read(CHUNK):
-                out.write(chunk)
+                try:
+                    out.write(chunk)
+                    out.flush()             # a full disk fails here, not at close()
+                except OSError as e:        # the disk, not the network
+                    discard(out)            # else closing it fails again, read below as the network's error
+                    raise InstallError(f"{url}: cannot download into {dest.parent.parent} "   # the models dir
+                                       f"({e.strerror or e})") from None
                 received += len(chunk)
                 if advance:
                     advance(len(chunk))
@@ -168,6 +174,14 @@ def download(url: str, dest: Path, show_progress=None) -> None:
         raise InstallError(f"{url}: download failed ({type(e).__name__}: {reason})") from None
     if total is not None and received != total:
         raise InstallError(f"{url}: download incomplete ({received} of {total} bytes); nothing was installed")
+
+
+def discard(file) -> None:
+    """Close `file`, dropping what it could not write."""
+    try:
+        file.close()
+    except OSError:
+        pass
 
 
 def remove(name: str) -> Path:

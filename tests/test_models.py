@@ -181,20 +181,25 @@ def test_install_refuses_a_corrupted_bundle_and_leaves_nothing(fixture_bundle, t
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
-def test_a_full_disk_is_one_line_and_installs_nothing(fixture_bundle, models_dir):
-    """The disk fills up while a bundle directory is copied: one line, as for an archive, and nothing
-    installed. The disk fills as a file size limit makes it (RLIMIT_FSIZE: a write past it fails with
-    EFBIG), in the command's process only."""
+def test_a_full_disk_is_one_line_naming_the_models_directory(fixture_bundle, tmp_path, server, models_dir):
+    """The disk fills up while a bundle directory is copied, an archive unpacked or a URL downloaded:
+    one line naming the models directory, and nothing installed. A download had said 'download failed
+    (OSError: [Errno 28] No space left on device)', as if the network had, and an archive named the
+    hidden temporary directory, gone by then. The disk fills as a file size limit makes it
+    (RLIMIT_FSIZE: a write past it fails with EFBIG), in the command's process only."""
     import resource
 
     def small_disk():
         resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))     # less than the .onnx files
 
-    done = subprocess.run([str(Path(sys.executable).parent / "mt-models"), "install", str(fixture_bundle),
-                           "--name", "m"], capture_output=True, text=True, timeout=120, preexec_fn=small_disk)
-    assert (done.returncode, done.stderr) == (
-        1, f"mt-models: error: {fixture_bundle}: cannot copy into {models_dir} (File too large)\n")
-    assert leftovers(models_dir) == []
+    www, url = server
+    make_tgz(fixture_bundle, www / "m.tar.gz")
+    for source, verb in ((fixture_bundle, "copy"), (www / "m.tar.gz", "unpack"), (f"{url}/m.tar.gz", "download")):
+        done = subprocess.run([str(Path(sys.executable).parent / "mt-models"), "install", str(source), "--name", "m"],
+                              capture_output=True, text=True, timeout=120, preexec_fn=small_disk)
+        assert (done.returncode, done.stderr) == (
+            1, f"mt-models: error: {source}: cannot {verb} into {models_dir} (File too large)\n")
+        assert leftovers(models_dir) == []
 
 
 def test_install_reports_what_it_verified_as_verify_does(fixture_bundle, tmp_path):
