@@ -89,6 +89,18 @@ def test_a_config_without_name_is_named_and_placed_by_its_file(tmp_path):
     assert (run.name, run.output_dir) == ("x", "runs/x")
 
 
+def test_a_relative_data_dir_is_found_again_from_another_directory(tmp_path, monkeypatch):
+    """The checkpoint's run config, read by mt-export from another directory, finds the run's data: the
+    config's path is kept whole, not as the command line gave it ("my.toml")."""
+    monkeypatch.delenv("MT_DATA_DIR")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "x.toml").write_text(BASE.replace("[[data.train]]", '[data]\ndata_dir = "data"\n[[data.train]]'))
+    monkeypatch.chdir(tmp_path)
+    run = RunConfig.load("x.toml")
+    monkeypatch.chdir(tmp_path / "data")
+    assert RunConfig.from_dict(run.to_dict(), Path(run.path)).data_dir() == tmp_path / "data"
+
+
 def test_set_checks_sections_and_takes_top_level_keys(tmp_path):
     run = load(tmp_path, BASE, ['languages=["en", "de"]', "name=foo", "optim.lr=2e-3"])
     assert (run.languages, run.name, run.output_dir, run.optim.lr) == (["en", "de"], "foo", "runs/foo", 2e-3)

@@ -244,7 +244,8 @@ class RunConfig:
         for name, hint in get_type_hints(cls).items():
             if is_dataclass(hint):
                 raw.setdefault(name, {})             # a section left out takes its defaults
-        raw["path"] = str(path or "")
+        # Kept whole: a relative data_dir is read from the config's folder, also by mt-export in another directory.
+        raw["path"] = str(Path(path).absolute()) if path else ""
         run = build(cls, raw, "")
         if not run.data.train:
             raise DataError(f"{src}: [data] names no train corpus")
