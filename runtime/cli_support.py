@@ -4,8 +4,9 @@ Exit status: 0 done, 1 error, 2 usage (a bad flag or argument), 130 interrupted 
 terminated (SIGTERM: timeout, docker stop, systemd), and the special ones a command documents
 (mt-export: 3 parity failed; mt-train: 3 training diverged).
 A missing optional dependency (onnxruntime, torch, ...) is one line naming the extra to install.
-A closed pipe (`| head`) ends quietly with 0. Only click is imported here: `--help` and
-`--version` work without any extra installed.
+A closed pipe (`| head`) ends quietly with 0. A write to stderr that fails (its reader gone, its disk
+full, stderr closed) is dropped: diagnostics lost never end the work. Only click is imported here:
+`--help` and `--version` work without any extra installed.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class Command(click.Command):
             return super().main(args, prog_name or self.name, standalone_mode=False, **extra)
         prog = self.name
         try:
-            with sigterm_raises():
+            with sigterm_raises(), stderr_never_fails():
                 code = super().main(args, prog_name or prog, standalone_mode=False, **extra)
                 sys.stdout.flush()      # a full stdout fails here, as one line below, not at exit (status 120)
         except click.UsageError as e:
@@ -132,6 +133,45 @@ class Command(click.Command):
             raise click.exceptions.Exit(0) from None
 
 
+class ForgivingStderr:
+    """stderr, whose failed writes are dropped: what a command says there is for the user, its work is
+    what goes to stdout or its files, and a diagnostic that cannot be written must not end it (a
+    BrokenPipeError would even read as stdout's closed pipe: exit 0, the output never written)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):       # ValueError: written to after it was closed
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):            # isatty, encoding, fileno, ...: the stream's own
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def stderr_never_fails():
+    """Within the block, sys.stderr is a ForgivingStderr; a closed stderr (`2>&-`) is /dev/null, also at
+    the descriptor, so that no file opened later becomes descriptor 2 for ONNX Runtime's log to write into."""
+    previous = sys.stderr
+    if previous is None:
+        sys.stderr = open(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
+    if not isinstance(sys.stderr, ForgivingStderr):
+        sys.stderr = ForgivingStderr(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stderr = previous
+
+
 def quiet_stdout() -> None:
     """Point stdout at /dev/null, so that Python does not complain again of a closed pipe while exiting."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -156,27 +196,25 @@ def run_and_exit(command: Command) -> None:
     `mt-translate "Guten Morgen"` on the 2-core AMD EPYC; benchmarks/PERF_NOTES.md). The command has
     finished its work by then: output files are closed (text_io.atomic_output), and mtkit registers no
     atexit handlers. A traceback, or an exit status that is not a number, leaves the usual way."""
-    try:
-        command.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    if code is None:
-        code = 0
-    if not isinstance(code, int):
-        sys.exit(code)
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:   # a closed pipe (| head): quiet, as Command ends one
-        pass
-    except OSError as e:      # a full disk: what stdout still holds is lost; said once (the command may have)
-        if not code:
-            print(f"{command.name}: error: stdout: cannot write ({e.strerror or e})", file=sys.stderr)
-            code = 1
-    try:
+    with stderr_never_fails():        # also for the flushes after the command
+        try:
+            command.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        if code is None:
+            code = 0
+        if not isinstance(code, int):
+            sys.exit(code)
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:   # a closed pipe (| head): quiet, as Command ends one
+            pass
+        except OSError as e:      # a full disk: what stdout still holds is lost; said once (the command may have)
+            if not code:
+                print(f"{command.name}: error: stdout: cannot write ({e.strerror or e})", file=sys.stderr)
+                code = 1
         sys.stderr.flush()
-    except OSError:
-        pass
     os._exit(code)            # also when a flush failed: the interpreter's own would fail again, as exit 120
 
 

@@ -348,3 +348,38 @@ def test_a_closed_pipe_ends_quietly(fixture_bundle, tmp_path):
     finally:
         proc.kill()
     assert (proc.returncode, err) == (0, b"")
+
+
+# ----- stderr fails: its diagnostics are lost, never the work -------------------------------------------
+
+def wrapped_source(tmp_path) -> Path:
+    """A file whose lines break off mid-sentence: mt-translate notes on stderr that it looks wrapped."""
+    source = tmp_path / "in.de"
+    source.write_text("".join(line.rstrip(".!?") + " und dann noch etwas mehr\n" for line in GERMAN[:6]),
+                      encoding="utf-8")
+    return source
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_stderr_that_cannot_be_written_does_not_stop_the_translation(fixture_bundle, tmp_path):
+    """`mt-translate -i in -o out 2>&1 | head -1` (the reader of stderr gone), `2>/dev/full` (the log's
+    disk full) and `2>&-` (closed): a note lost on stderr does not end the run; it ended at the first
+    (exit 0, as a closed stdout does, with no output file, when the pipe closed)."""
+    source = wrapped_source(tmp_path)
+    command = [str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS), "--from", "de",
+               "-i", str(source)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    reference = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert reference.returncode == 0 and "looks like wrapped paragraphs" in reference.stderr
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)                  # the reader is gone before the first note
+    with open("/dev/full", "wb") as full:
+        for name, stderr in [("pipe", write_end), ("full", full), ("closed", None)]:
+            out = tmp_path / f"out-{name}.en"
+            closed = {"preexec_fn": lambda: os.close(2)} if stderr is None else {}
+            done = subprocess.run([*command, "-o", str(out)], stderr=stderr, stdout=subprocess.PIPE, timeout=120,
+                                  env=env, **closed)
+            assert done.returncode == 0, name
+            assert out.read_text(encoding="utf-8") == reference.stdout, name
+    os.close(write_end)
