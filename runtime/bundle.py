@@ -77,10 +77,15 @@ def default_model() -> Path:
 
 
 def locate(model: str | Path, given_as: str | None = None) -> Path:
-    """A path that exists, else the model of that name (`find_model`). Errors name `model`, or
-    `given_as` where that says more (where the value came from)."""
+    """A path that exists, else the model of that name (`find_model`); a folder of a model's name that
+    is no bundle is an error giving the model's path. Errors name `model`, or `given_as` where that says
+    more (where the value came from)."""
     path = Path(model).expanduser()
     if path.exists():
+        not_a_bundle = path.is_dir() and not is_bundle_dir(path) and model_store.is_model_name(str(model))
+        if not_a_bundle and (named := find_model(str(model))) is not None:     # a data folder of that name
+            raise BundleError(f"{given_as or model}: a folder here, not a model bundle; paths come before names: "
+                              f"give the model named {model} by its path, {named}")
         return path
     if model_store.is_model_name(str(model)):
         found = find_model(str(model))

@@ -274,6 +274,11 @@ def test_names_resolve_installed_first_then_shipped_and_paths_win(fixture_bundle
     copy_bundle(fixture_bundle, tmp_path / "de-en-local")
     (tmp_path / "de-en").mkdir()                                 # an existing path is a path, even if empty
     with pytest.raises(ModelLoadError, match="de-en/config.json: missing"):
+        Translator(tmp_path / "de-en")
+    # As a name, it says which model the name gives elsewhere: a data folder called de-en in the current
+    # directory had made -m de-en fail with only 'de-en/config.json: missing; is de-en a model bundle?'
+    with pytest.raises(ModelLoadError, match=f"^de-en: a folder here, not a model bundle; paths come before "
+                                             f"names: give the model named de-en by its path, {models_dir / 'de-en'}$"):
         Translator("de-en")
     assert Translator("de-en-local", threads=ORT_THREADS).path == (tmp_path / "de-en-local").resolve()
     monkeypatch.setenv("MT_MODEL", "de-en-local")
