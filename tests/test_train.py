@@ -147,6 +147,20 @@ def test_outputs_of_a_finished_run(tmp_path):
     assert len(list((out / "checkpoints").glob("epoch*.pt"))) <= 3
 
 
+def test_the_start_says_the_dev_pairs_are_held_out_of_the_training_data(tmp_path):
+    """Without a dev corpus, the count of pairs an epoch is the cleaned pairs less the holdout: the log says
+    so, where it named only max_pairs and repeat (1,998 of 2,998 kept pairs, and neither was set)."""
+    raw = tiny_run_dict(tmp_path) | {"tokenizer": {"vocab_size": 300, "byte_fallback": False}}
+    del raw["data"]["dev"]
+    raw["data"] |= {"holdout": 100, "train": [raw["data"]["train"][0] | {"both_directions": False}]}
+    log = io.StringIO()
+    Trainer(RunConfig.from_dict(raw), Console(file=log, width=80)).prepare(resume=False)
+    start = log.getvalue().splitlines()[0]
+    held = int(re.search(r"dev: (\d+) pairs held out of the training data \(\[data\] holdout\)$", start)[1])
+    kept, epoch = (int(re.search(pattern, start)[1]) for pattern in (r"kept (\d+) pairs", r"(\d+) pairs an epoch"))
+    assert held >= 100 and epoch == kept - held
+
+
 @pytest.mark.parametrize("path", ["tests/fixtures/model/checkpoint.pt", "models/de-en/checkpoint.fp16.pt"])
 def test_a_checkpoint_reads_and_writes_back_the_same_file_layout(tmp_path, path):
     """The typed Checkpoint keeps the version-1 layout: the committed checkpoints (the trainer's

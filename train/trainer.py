@@ -155,8 +155,9 @@ class Trainer:
         dev_pairs = run.load_split("dev")
         report = CleaningReport()
         train_pairs = run.load_split("train", report)
+        held_out = "" if run.data.dev else " held out of the training data ([data] holdout)"
         self.log(f"train data: {len(train_pairs)} pairs an epoch, after max_pairs and repeat (cleaning "
-                 f"{report.summary()}); dev: {len(dev_pairs)} pairs")
+                 f"{report.summary()}); dev: {len(dev_pairs)} pairs{held_out}")
         tok_path = self.out / "tokenizer.model"
         if source:
             # The checkpoint's tokenizer, whatever is on disk: its ids are the ones the weights know.
