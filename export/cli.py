@@ -115,7 +115,9 @@ def parity_table(parity: dict):
     from rich.table import Table
 
     table = Table(title=f"parity on {parity['sentences']} sentences ({parity['source']}, into {parity['target_lang']}); "
-                        f"PyTorch BLEU {fmt(parity['pytorch_bleu'])}")
+                        f"PyTorch BLEU {fmt(parity['pytorch_bleu'])}",
+                  caption="same: outputs equal to PyTorch's, token for token; (N real): N differ beyond a near-tie. "
+                          "fp32 must have none; int8 and fp16 are measured, not required.", caption_justify="left")
     # "same": share of sentences whose output equals PyTorch's token for token, with the number that
     # differ beyond a near-tie in brackets (see runtime/agreement.py); Δ BLEU is vs fp32.
     for column in ("variant", "max |Δ logit|", "greedy same", f"beam-{parity['beam_size']} same", "BLEU", "Δ BLEU"):

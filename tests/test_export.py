@@ -621,3 +621,23 @@ def test_ship_is_made_in_staging_then_moved_into_place_at_once(fixture_checkpoin
     checked = verify(out, config)
     assert checked.ok and SHIPPED_CHECKPOINT in checked.checked and checked.unrecorded == []
     assert load_checkpoint(out / SHIPPED_CHECKPOINT).shipped_from == str(fixture_checkpoint)
+
+
+def test_cli_parity_table_says_what_its_counts_mean_and_what_is_required():
+    """'87% (11 real)' for int8 on a passing export, with nothing to say what 'real' was or that int8 need not
+    match: the table's caption says both."""
+    import io
+
+    from rich.console import Console
+
+    from mtkit.export.cli import parity_table
+
+    run = {"run": True, "max_abs_logit_diff": 0.1, "greedy_match_rate": 1.0, "greedy_differences": [],
+           "beam_match_rate": 0.87, "beam_differences": ["sentence 3: ..."] * 11, "bleu": 20.0}
+    parity = {"sentences": 100, "source": "dev set of x", "target_lang": "en", "pytorch_bleu": 20.0, "beam_size": 4,
+              "variants": {"fp32": run | {"beam_match_rate": 1.0, "beam_differences": []}, "int8": run}}
+    out = io.StringIO()
+    Console(file=out, width=80).print(parity_table(parity))
+    text = " ".join(out.getvalue().split())
+    assert "87% (11 real)" in text
+    assert "(N real): N differ beyond a near-tie" in text and "int8 and fp16 are measured, not required" in text
