@@ -32,8 +32,8 @@ EXTRAS = {
 }
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
-# What a write into a full or failing stdout raises: said as "stdout: ..." when no file is named.
-WRITE_ERRORS = {getattr(errno, name) for name in ("ENOSPC", "EIO", "EFBIG", "EDQUOT") if hasattr(errno, name)}
+# What a write into a full, failing or closed stdout raises: said as "stdout: ..." when no file is named.
+WRITE_ERRORS = {getattr(errno, name) for name in ("ENOSPC", "EIO", "EFBIG", "EDQUOT", "EBADF") if hasattr(errno, name)}
 
 
 class CommandError(click.ClickException):
@@ -89,39 +89,40 @@ class Command(click.Command):
         if not standalone_mode:
             return super().main(args, prog_name or self.name, standalone_mode=False, **extra)
         prog = self.name
-        try:
-            with sigterm_raises(), stderr_never_fails():
-                code = super().main(args, prog_name or prog, standalone_mode=False, **extra)
-                sys.stdout.flush()      # a full stdout fails here, as one line below, not at exit (status 120)
-        except click.UsageError as e:
-            e.show()
-            code = e.exit_code
-        except click.ClickException as e:
-            click.echo(f"{prog}: error: {e.format_message()}", err=True)
-            code = e.exit_code
-        except (click.Abort, KeyboardInterrupt):
-            click.echo(f"{prog}: interrupted", err=True)
-            code = 130
-        except Terminated:
-            click.echo(f"{prog}: terminated", err=True)
-            code = 143
-        except ImportError as e:
-            message = missing_extra(e)
-            if message is None:
-                raise
-            click.echo(f"{prog}: error: {message}", err=True)
-            code = 1
-        except BrokenPipeError:         # --help | head: quiet, as in invoke
-            quiet_stdout()
-            code = 0
-        except OSError as e:            # a write the commands do not guard (--help > /dev/full): one line
-            stdout = not e.filename and e.errno in WRITE_ERRORS
-            message = (f"{e.filename}: {e.strerror or e}" if e.filename else
-                       f"stdout: cannot write ({e.strerror})" if stdout else str(e.strerror or e))
-            click.echo(f"{prog}: error: {message}", err=True)
-            if stdout:
-                quiet_stdout()          # what its buffer holds goes nowhere at exit, instead of failing again
-            code = 1
+        with standard_streams():        # also for the error lines below
+            try:
+                with sigterm_raises():
+                    code = super().main(args, prog_name or prog, standalone_mode=False, **extra)
+                    sys.stdout.flush()      # a full stdout fails here, as one line below, not at exit (status 120)
+            except click.UsageError as e:
+                e.show()
+                code = e.exit_code
+            except click.ClickException as e:
+                click.echo(f"{prog}: error: {e.format_message()}", err=True)
+                code = e.exit_code
+            except (click.Abort, KeyboardInterrupt):
+                click.echo(f"{prog}: interrupted", err=True)
+                code = 130
+            except Terminated:
+                click.echo(f"{prog}: terminated", err=True)
+                code = 143
+            except ImportError as e:
+                message = missing_extra(e)
+                if message is None:
+                    raise
+                click.echo(f"{prog}: error: {message}", err=True)
+                code = 1
+            except BrokenPipeError:         # --help | head: quiet, as in invoke
+                quiet_stdout()
+                code = 0
+            except OSError as e:            # a write the commands do not guard (--help > /dev/full): one line
+                stdout = not e.filename and e.errno in WRITE_ERRORS
+                message = (f"{e.filename}: {e.strerror or e}" if e.filename else
+                           f"stdout: cannot write ({e.strerror})" if stdout else str(e.strerror or e))
+                click.echo(f"{prog}: error: {message}", err=True)
+                if stdout:
+                    quiet_stdout()          # what its buffer holds goes nowhere at exit, instead of failing again
+                code = 1
         if isinstance(code, int) and code:
             sys.exit(code)          # success returns, as a function does (the console script exits 0)
 
@@ -157,19 +158,44 @@ class ForgivingStderr:
         return getattr(self.stream, name)
 
 
+class ClosedStdout:
+    """sys.stdout when descriptor 1 is closed (`>&-`): each write fails as one into a closed descriptor
+    does, said in one line (WRITE_ERRORS), not an AttributeError traceback nor results silently lost."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return 1                # /dev/null holds it (standard_streams)
+
+
 @contextlib.contextmanager
-def stderr_never_fails():
-    """Within the block, sys.stderr is a ForgivingStderr; a closed stderr (`2>&-`) is /dev/null, also at
-    the descriptor, so that no file opened later becomes descriptor 2 for ONNX Runtime's log to write into."""
-    previous = sys.stderr
-    if previous is None:
+def standard_streams():
+    """Within the block, sys.stderr is a ForgivingStderr. A closed descriptor 0, 1 or 2 (`<&-`, `>&-`,
+    `2>&-`) is /dev/null, so that no file opened later takes its number (and gets ONNX Runtime's log):
+    stdin then reads nothing, as `< /dev/null`; stdout is a ClosedStdout; stderr takes nothing."""
+    previous = sys.stdin, sys.stdout, sys.stderr
+    if sys.stdin is None:       # the lowest free descriptor: 0, then 1, then 2, as these are opened in order
+        sys.stdin = open(os.open(os.devnull, os.O_RDONLY), encoding="utf-8")
+    if sys.stdout is None:
+        os.open(os.devnull, os.O_WRONLY)
+        sys.stdout = ClosedStdout()
+    if sys.stderr is None:
         sys.stderr = open(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
     if not isinstance(sys.stderr, ForgivingStderr):
         sys.stderr = ForgivingStderr(sys.stderr)
     try:
         yield
     finally:
-        sys.stderr = previous
+        sys.stdin, sys.stdout, sys.stderr = previous
 
 
 def quiet_stdout() -> None:
@@ -196,7 +222,7 @@ def run_and_exit(command: Command) -> None:
     `mt-translate "Guten Morgen"` on the 2-core AMD EPYC; benchmarks/PERF_NOTES.md). The command has
     finished its work by then: output files are closed (text_io.atomic_output), and mtkit registers no
     atexit handlers. A traceback, or an exit status that is not a number, leaves the usual way."""
-    with stderr_never_fails():        # also for the flushes after the command
+    with standard_streams():        # also for the flushes after the command
         try:
             command.main()
             code = 0

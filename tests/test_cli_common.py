@@ -383,3 +383,19 @@ def test_stderr_that_cannot_be_written_does_not_stop_the_translation(fixture_bun
             assert done.returncode == 0, name
             assert out.read_text(encoding="utf-8") == reference.stdout, name
     os.close(write_end)
+
+
+def test_a_closed_stdin_or_stdout_is_one_line_not_a_traceback(fixture_bundle):
+    """`mt-translate <&-` reads nothing, as from /dev/null; `mt-translate TEXT >&-` (and mt-models)
+    cannot write its result: one line saying so, exit 1. Both were an AttributeError traceback."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    translate = [str(BIN / "mt-translate"), "-m", str(fixture_bundle), "--threads", str(ORT_THREADS), "--from", "de"]
+    no_stdin = subprocess.run(translate, capture_output=True, text=True, timeout=120, env=env,
+                              preexec_fn=lambda: os.close(0))
+    assert (no_stdin.returncode, no_stdin.stdout, no_stdin.stderr) == (0, "", "")
+    for command in [[*translate, GERMAN[0]], [str(BIN / "mt-models"), "list"]]:
+        no_stdout = subprocess.run(command, stderr=subprocess.PIPE, text=True, timeout=120, env=env,
+                                   preexec_fn=lambda: os.close(1))
+        name = Path(command[0]).name
+        assert (no_stdout.returncode, no_stdout.stderr) == (1, f"{name}: error: stdout: cannot write "
+                                                               f"(Bad file descriptor)\n"), name
