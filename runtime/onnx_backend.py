@@ -143,7 +143,10 @@ def session_options(settings: SessionSettings, provider: str = "cpu") -> ort.Ses
     so.add_session_config_entry("session.intra_op.allow_spinning", "1" if settings.spinning else "0")
     if settings.worker_cpu is not None:     # ONNX Runtime numbers the logical processors from 1
         so.add_session_config_entry("session.intra_op_thread_affinities", str(settings.worker_cpu + 1))
-    so.log_severity_level = settings.log_level
+    # A session that fails to load raises what ORT would log at level 3 (errors), and the caller says it
+    # in one line: the log would only repeat it above, in colour, a few lines long. A lower level, asked
+    # for to debug, is kept.
+    so.log_severity_level = 4 if settings.log_level >= 3 else settings.log_level
     return so
 
 

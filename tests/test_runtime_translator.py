@@ -793,3 +793,19 @@ def test_a_text_too_long_for_an_alignment_is_translated_without_one(t, monkeypat
         short, long = t.translate([GERMAN[0], long_text], from_lang="de", beam_size=1, return_alignment=True)
     assert short.alignment is not None and not short.warnings
     assert long.alignment is None and long.text and "translated without one" in long.warnings[0]
+
+
+def test_a_graph_that_fails_to_load_is_the_error_alone_without_onnx_runtimes_log(fixture_bundle, tmp_path, capfd):
+    """A bundle without checksums (exported before them) whose shared weights file was cut short: ONNX
+    Runtime logged each failed session, four multi-line red errors on stderr, above the one-line error
+    that says the same."""
+    from mtkit.runtime import bundle_format as bf
+
+    d = copy_bundle(fixture_bundle, tmp_path / "old")
+    config = bf.BundleConfig.load(d)
+    config.files = {}
+    config.save(d)
+    (d / "embedding.int8.bin").write_bytes((d / "embedding.int8.bin").read_bytes()[:1000])
+    with pytest.raises(ModelLoadError, match="int8.onnx: not a usable ONNX model"):
+        Translator(d, variant="int8", threads=1)
+    assert capfd.readouterr().err == ""
