@@ -49,6 +49,8 @@ def install(source: str, name: str | None = None, force: bool = False,
     """Install the bundle at `source` (a bundle directory, a .tar.gz / .zip archive, or an http(s) URL of
     one) as `name`; return its directory and what was verified. `show_progress(total_bytes)` gives a
     callback that a download calls with each chunk's size."""
+    if not source:          # an unset variable in a script: Path("") would be the current directory
+        raise InstallError("no model to install: give a bundle directory, a .tar.gz / .zip archive or an http(s) URL")
     name = default_name(source) if name is None else name       # "" is not a name, and says so below
     if not model_store.is_model_name(name):
         raise InstallError(f"{name!r} is not a valid model name (letters, digits, '.', '_', '-'); pass --name")

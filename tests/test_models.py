@@ -512,6 +512,9 @@ def test_a_file_inside_a_bundle_given_as_the_model_names_the_bundle(fixture_bund
 def test_install_dot_takes_the_name_of_the_directory(fixture_bundle, tmp_path, monkeypatch, models_dir):
     """cd de-en-v2 && mt-models install . said "'' is not a valid model name; pass --name"."""
     monkeypatch.chdir(copy_bundle(fixture_bundle, tmp_path / "de-en-v2"))
+    empty = mt_models("install", "")        # an unset variable ("$MODEL"), not the current directory
+    assert (empty.exit_code, empty.stderr) == (1, "mt-models: error: no model to install: give a bundle "
+                                                  "directory, a .tar.gz / .zip archive or an http(s) URL\n")
     result = mt_models("install", ".")
     assert result.exit_code == 0, result.output
     assert leftovers(models_dir) == ["de-en-v2"]
