@@ -7,9 +7,10 @@ import sys
 import click
 
 from .cli_options import MODEL, PROVIDER, THREADS, VARIANT, budget_options, decoding_options
-from .cli_support import CommandError, command, run_and_exit
+from .cli_support import CommandError, Terminated, command, run_and_exit
 
 PROG = "mt-serve"
+GRACE_SECONDS = 30      # how long SIGTERM waits for the requests begun (gunicorn's; docker stop kills after 10)
 
 EPILOG = """\b
 Examples:
@@ -19,7 +20,8 @@ Examples:
   mt-serve --port 8080 --beam-size 1         # greedy: quicker answers
   mt-serve --queue 0                         # no waiting: a second request at once gets 503
 
-Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted (Ctrl-C), 143 terminated."""
+Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM: once the requests begun are answered, 30 s at most)."""
 
 
 @command(PROG, epilog=EPILOG)
@@ -91,6 +93,13 @@ def main(model, provider, variant, threads, host, port, char_limit, file_limit, 
           f"on http://{bound_host}:{bound_port}; Ctrl-C stops it", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
+    except Terminated:          # docker stop, systemctl stop: the requests begun are answered first
+        server.server_close()   # new connections are refused from now on
+        if begun := server.answering:
+            print(f"{PROG}: terminating; answering first the request{'s' if begun > 1 else ''} begun ({begun}; "
+                  f"another SIGTERM ends it at once)", file=sys.stderr, flush=True)
+            server.finish_answering(GRACE_SECONDS)
+        raise
     finally:
         server.server_close()
 

@@ -418,12 +418,22 @@ class Handler(BaseHTTPRequestHandler):
             reason = str(e) if isinstance(e, ClientGone) else type(e).__name__
             self.log_message('"%s": the client went away (%s)', getattr(self, "requestline", "") or "-", reason)
 
+    def handle_one_request(self):
+        self._begun = False
+        try:
+            super().handle_one_request()
+        finally:
+            if self._begun:             # answered, or given up on
+                self.server.begun(-1)
+
     def parse_request(self) -> bool:
         """http.server's reading of the request line and headers, then a refusal (403) of what a web page
         in a browser sends on its own: any request with an Origin that --cors does not name (a page may
         POST text/plain or a form to any address, unasked), and, on a server listening on loopback only,
         a Host that is not this machine (DNS rebinding: a page's own name pointed at 127.0.0.1, which
         makes the server its own origin, answers and all)."""
+        self.server.begun(+1)           # the request line has come: answered even after SIGTERM
+        self._begun = True
         ok = super().parse_request()
         self._reads.headers_read()      # the body's reads wait `timeout` each, as before
         if not ok:
@@ -655,13 +665,27 @@ def _form_data(content_type: str, body: bytes) -> dict:
 class Server(ThreadingHTTPServer):
     """http.server's threaded server, with at most `connections` served at once (a thread each): past
     that a new connection is answered 503 at once and closed, not given a thread, so that clients that
-    hold connections open (slowloris) cannot run the server out of threads and memory. `make_server`
-    sets `connections` and `slots`."""
+    hold connections open (slowloris) cannot run the server out of threads and memory. It counts the
+    requests begun, for SIGTERM to let them be answered (serve_cli). `make_server` sets `connections`,
+    `slots` and `answered`."""
 
     daemon_threads = True
     request_queue_size = 128    # listen backlog (socketserver's is 5): a burst of clients waits here, not in SYN retries
     connections: int
     slots: threading.BoundedSemaphore
+    answering = 0               # requests begun (their request line read) and not yet answered
+    answered: threading.Condition
+
+    def begun(self, change: int) -> None:
+        with self.answered:
+            self.answering += change
+            self.answered.notify_all()
+
+    def finish_answering(self, seconds: float) -> None:
+        """Wait, at most `seconds`, until the requests begun are answered (the daemon threads answering
+        them end with the process)."""
+        with self.answered:
+            self.answered.wait_for(lambda: self.answering == 0, seconds)
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):
@@ -711,6 +735,7 @@ def make_server(service: Service, host: str = "127.0.0.1", port: int = 5000, qui
     server = kind((host, port), handler)
     server.connections = connections or service.concurrency + service.queue + SPARE_CONNECTIONS
     server.slots = threading.BoundedSemaphore(server.connections)
+    server.answered = threading.Condition()
     server.quiet = quiet
     # Bound to loopback only: the Host of every request must name this machine (see Handler.parse_request)
     server.loopback_only = ipaddress.ip_address(server.server_address[0]).is_loopback

@@ -740,3 +740,31 @@ def test_a_burst_of_connections_waits_in_the_listen_queue_not_in_syn_retries(fix
         for sock in waiting:
             sock.close()
         server.server_close()
+
+
+def test_sigterm_answers_the_requests_begun_then_exits(fixture_bundle):
+    """docker stop, systemctl stop, a rolling update: SIGTERM ended mt-serve at once and a request it was
+    answering got an empty reply (curl: 52). Now new connections are refused, those begun are answered,
+    then it exits 143. The request is begun for sure: the server has said 100 Continue to its headers."""
+    binary = Path(sys.executable).parent / "mt-serve"
+    process = subprocess.Popen([str(binary), "-m", str(fixture_bundle), "--port", "0", "--greedy", "-q", "--threads", "1"],
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)", process.stderr.readline()).group(1))
+        body = json.dumps({"q": GERMAN[8], "source": "de", "target": "en"}).encode()
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.settimeout(30)
+            sock.sendall(f"POST /translate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                         f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n".encode())
+            assert sock.recv(65536).startswith(b"HTTP/1.1 100 ")
+            process.send_signal(signal.SIGTERM)
+            assert "terminating" in process.stderr.readline()       # said once the signal is handled
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            sock.sendall(body)
+            head, _, answer = answer_on(sock).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 200 ") and json.loads(answer) == {"translatedText": ENGLISH[8]}
+        assert process.wait(timeout=30) == 143
+        assert "Traceback" not in process.stderr.read()
+    finally:
+        process.kill()
