@@ -1,4 +1,4 @@
-"""Run the console examples of the README and docs/documents.md and show where the output now differs.
+"""Run the console examples of the README and the docs pages and show where the output now differs.
 
 For whoever changes the shipped model or what the runtime hands it: their console blocks show
 real outputs, and a new model changes some of them. Each block runs as a short shell session in an
@@ -112,7 +112,9 @@ def run_block(block: list[tuple[str, list[str]]], env: dict) -> list[tuple[str, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = Path(__file__).resolve().parents[1]
-    parser.add_argument("pages", nargs="*", default=[root / "README.md", root / "docs" / "documents.md"], type=Path)
+    pages = ["README.md", *(f"docs/{name}.md" for name in ("translate", "documents", "models", "evaluation", "serve"))]
+    parser.add_argument("pages", nargs="*", default=[root / page for page in pages], type=Path,
+                        help="the pages with console examples (default: the README and the docs pages that have them)")
     parser.add_argument("--bin", default=str(Path(sys.executable).parent), help="where mt-translate and mt-score are")
     args = parser.parse_args()
     env = {**os.environ, "PATH": f"{args.bin}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -21,7 +21,7 @@ REPO = Path(__file__).parent.parent
 
 # Keep the suite light on a 2-core machine and deterministic.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# ONNX Runtime's intra-op threads in tests (1 by default; run the suite with 2 too, see README).
+# ONNX Runtime's intra-op threads in tests (1 by default; run the suite with 2 too, see docs/development.md).
 ORT_THREADS = int(os.environ.get("MT_TEST_ORT_THREADS", "1"))
 # For an emulated CPU (devtools/aarch64-emulated test), many times slower than Hypothesis's health
 # checks and deadlines expect: pytest --hypothesis-profile=emulated.

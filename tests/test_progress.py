@@ -28,7 +28,7 @@ def test_the_callback_counts_every_sentence_of_a_document_once(fixture_bundle):
 
 
 def test_a_callback_that_raises_cancels_the_translation(fixture_bundle):
-    """As the README says: its error comes out of the call, the batches not yet started are not decoded,
+    """As docs/python-api.md says: its error comes out of the call, the batches not yet started are not decoded,
     and the Translator translates as before afterwards."""
     translator = Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS, max_batch_sentences=4)
     decoded = []

@@ -266,7 +266,7 @@ def shipped_copy(dest: Path) -> Path:
 
 
 def test_an_encoder_that_does_not_match_config_json_is_refused_at_load(fixture_bundle, tmp_path, capsys):
-    """The fixture's int8 encoder swapped into the de-en bundle, its checksums recorded again (as the README
+    """The fixture's int8 encoder swapped into the de-en bundle, its checksums recorded again (as docs/models.md
     says after editing a bundle): the decoder's checks pass, and the encoder's width (64, not 256) is one
     line naming encoder.int8.onnx when the model loads, in the API and the CLI, as a swapped decoder is;
     not ONNX Runtime's Gather error at the first sentence."""
