@@ -27,6 +27,7 @@ import io
 import itertools
 import re
 import statistics
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -35,6 +36,10 @@ from .errors import DocumentError, TranslationError
 from .office import Paragraph, PlainText, translate_paragraphs, translated_pieces
 
 MAGIC = b"%PDF-"
+# PDFium is not thread-safe: two threads in it at once, even on different documents, crash the process
+# (pypdfium2's docs; 8 threads translating PDFs with one Translator ended in a segfault). What this file
+# does with PDFium holds this lock; the translation in between does not.
+PDFIUM = threading.Lock()
 MIN_SCALE = 0.6          # the smallest font size a translation is set in, against the source's
 CELL_GAP = 2.0           # a gap on a line wider than this many font sizes parts it (table cells)
 BULLET = re.compile(r"^([•◦▪■►–—\-*]|\d{1,3}[.)]|[a-z][.)]|\(\w{1,3}\))\s")
@@ -185,42 +190,57 @@ def translate_pdf(translator, document: bytes, to=None, options=None, *, from_la
                   **overrides) -> bytes:
     """`document`, a PDF file's bytes, with its pages' text translated into `to` and all else kept."""
     try:
-        import pypdfium2 as pdfium
+        import pypdfium2  # noqa: F401  (open_pdf imports it; here, as reportlab, so that a missing one fails first)
         import reportlab  # noqa: F401  (set_paragraphs imports it when used; here, so that a missing one fails first)
     except ModuleNotFoundError as e:
         raise TranslationError(f"{e.name} is not installed, which PDF files need; install it with: "
                                f"pip install 'mtkit[pdf]'") from None
 
+    with PDFIUM:
+        pdf = open_pdf(document)
     try:
-        pdf = pdfium.PdfDocument(document)
+        with PDFIUM:
+            pages = [read_page(pdf, i) for i in range(len(pdf))]          # each: its paragraphs and its notes
+        paragraphs = [p for page, _ in pages for p in page]
+        if not any(p.has_words for p in paragraphs) and not any(p.kept for p in paragraphs):
+            import warnings
+            warnings.warn("the PDF has no text (a scan?): run OCR on it first; it is written back as it was",
+                          stacklevel=3)
+        translate_paragraphs(translator, [*paragraphs, *(c for _, notes in pages for c in notes)], to, options,
+                             from_lang, glossary, overrides)
+        if lacking := sum(p.lacking for p in paragraphs):
+            import warnings
+            warnings.warn(f"{lacking} paragraph{'s' * (lacking > 1)} kept as written: the translation has letters "
+                          f"PDF's standard fonts lack, and no {' or '.join(UNICODE_FONTS)} font was found",
+                          stacklevel=3)
+        with PDFIUM:
+            for number, (page_paragraphs, notes) in enumerate(pages):
+                drawn = [p for p in page_paragraphs if p.drawn]
+                translated = [c for c in notes if c.translated is not None]
+                if drawn or translated:
+                    page = pdf[number]
+                    redraw(pdf, page, drawn)
+                    write_comments(page, translated)
+            out = io.BytesIO()
+            pdf.save(out)
+        return out.getvalue()
+    finally:
+        with PDFIUM:        # closed here, with its pages: left to its finalizer, it would close on any thread
+            pdf.close()
+
+
+def open_pdf(document: bytes):
+    """The PDF as a pypdfium2 PdfDocument, or a DocumentError that says why it cannot be read."""
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium.PdfDocument(document)
     except pdfium.PdfiumError as e:
         if MAGIC not in document[:1024]:      # readers find the header anywhere in the first 1 KB, or do without
             raise DocumentError("not a PDF file (no %PDF- header in its first 1 KB)") from None
         if "password" in str(e).lower():
             raise DocumentError("the PDF has a password: save it without one first") from None
         raise DocumentError(f"the PDF is damaged: {e}") from None
-    pages = [read_page(pdf, i) for i in range(len(pdf))]          # each: its paragraphs and its notes
-    paragraphs = [p for page, _ in pages for p in page]
-    if not any(p.has_words for p in paragraphs) and not any(p.kept for p in paragraphs):
-        import warnings
-        warnings.warn("the PDF has no text (a scan?): run OCR on it first; it is written back as it was",
-                      stacklevel=3)
-    translate_paragraphs(translator, [*paragraphs, *(c for _, notes in pages for c in notes)], to, options,
-                         from_lang, glossary, overrides)
-    if lacking := sum(p.lacking for p in paragraphs):
-        import warnings
-        warnings.warn(f"{lacking} paragraph{'s' * (lacking > 1)} kept as written: the translation has letters "
-                      f"PDF's standard fonts lack, and no {' or '.join(UNICODE_FONTS)} font was found",
-                      stacklevel=3)
-    for number, (page_paragraphs, notes) in enumerate(pages):
-        drawn, translated = [p for p in page_paragraphs if p.drawn], [c for c in notes if c.translated is not None]
-        if drawn or translated:
-            page = pdf[number]
-            redraw(pdf, page, drawn)
-            write_comments(page, translated)
-    out = io.BytesIO()
-    pdf.save(out)
-    return out.getvalue()
 
 
 def read_page(pdf, number: int) -> tuple[list[PdfParagraph], list[Comment]]:

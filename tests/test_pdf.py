@@ -199,3 +199,44 @@ def test_pdf_is_offered_only_where_its_extra_is_installed(monkeypatch):
     assert ".pdf" in documents.supported() and ".docx" in documents.supported()
     monkeypatch.setitem(documents.NEEDS, "translate_pdf", ("no_such_module_here",))
     assert ".pdf" not in documents.supported() and ".docx" in documents.supported()
+
+
+
+
+# PDFs translated in 8 threads at once by one Translator, in a process of their own: PDFium is not
+# thread-safe, and two threads in it at once crashed the process (a segfault).
+IN_THREADS = """
+import json, sys
+from concurrent.futures import ThreadPoolExecutor
+from pdf_files import pdf, text_of
+from mtkit.runtime import Translator
+
+model, documents = sys.argv[1], json.loads(sys.argv[2])
+def draw(document):
+    def pages(sheet):
+        for page, line in enumerate(document):
+            if page:
+                sheet.showPage()
+            sheet.drawString(50, 800, line)
+    return pages
+translator = Translator(model, variant="fp32", threads=1)
+with ThreadPoolExecutor(8) as pool:
+    done = list(pool.map(lambda d: translator.translate_pdf(pdf(draw(d)), "en", from_lang="de", beam_size=1),
+                         documents))
+print(json.dumps([text_of(out) for out in done]))
+"""
+
+
+def test_pdfs_translated_in_threads_at_once_come_out_whole(fixture_bundle):
+    """One Translator shared by a web service's threads, each given a PDF: each comes back as alone
+    (before the lock, 9 runs in 10 of this crashed)."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    numbers = [[(d + p) % 12 for p in range(30)] for d in range(16)]        # 16 PDFs of 30 pages, a line each
+    documents = [[GERMAN[n] for n in document] for document in numbers]
+    done = subprocess.run([sys.executable, "-c", IN_THREADS, str(fixture_bundle), json.dumps(documents)],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [" ".join(ENGLISH[n] for n in document) for document in numbers]
