@@ -168,6 +168,14 @@ def test_a_config_that_is_not_utf8_is_named_with_its_line(tmp_path, capsys):
                            "save the config as UTF-8")
 
 
+def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows Notepad's "UTF-8" starts the file with a BOM, which every other text file mtkit reads may
+    have (text_io drops it); tomllib took it for a statement: 'invalid TOML (Invalid statement (at line 1,
+    column 1))'. Its Windows line ends are TOML's own."""
+    (tmp_path / "x.toml").write_bytes(b"\xef\xbb\xbf" + BASE.replace("\n", "\r\n").encode())
+    assert RunConfig.load(tmp_path / "x.toml").languages == ["de", "en"]
+
+
 def tiny_config(tmp_path: Path, output_dir: Path) -> Path:
     import tomli_w
 

@@ -176,7 +176,7 @@ class RunConfig:
         """Read a TOML config; each override is `section.key=value` (or a top-level `key=value`), the value as in TOML."""
         path = Path(path)
         try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+            raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))    # a BOM dropped, as text_io drops it
         except FileNotFoundError:
             raise DataError(f"{path}: no such config file") from None
         except UnicodeDecodeError as e:       # worded as text_io words it for any other text file
