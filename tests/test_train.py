@@ -161,6 +161,28 @@ def test_the_start_says_the_dev_pairs_are_held_out_of_the_training_data(tmp_path
     assert held >= 100 and epoch == kept - held
 
 
+def test_the_progress_bar_shows_the_loss_and_lr_from_the_first_step(tmp_path):
+    """A terminal's bar showed 'loss 0.000 ppl 0.0 lr 0.00e+00 0 tok/s' until the first log_every_steps
+    step (50 by default: minutes on a CPU, and again at each epoch's start), as if nothing trained."""
+    from rich.progress import Progress
+
+    from mtkit.train.loop import progress_bar, run_epoch
+
+    class Shown(Progress):                  # the real bar, its fields noted at each update
+        def update(self, task_id, **changes):
+            super().update(task_id, **changes)
+            self.shown.append(dict(self._tasks[task_id].fields))
+
+    trainer = _trainer(tmp_path, max_steps=4, log_every_steps=1000)
+    bar = progress_bar(Console(file=io.StringIO(), force_terminal=True), True)
+    progress = Shown(*bar.columns, console=bar.console)
+    progress.shown = []
+    with progress:
+        assert run_epoch(trainer, progress)                     # stopped at max_steps
+    assert len(progress.shown) == 4
+    assert all(f["loss"] > 0 and f["ppl"] > 1 and f["lr"] > 0 and f["tok_s"] > 0 for f in progress.shown)
+
+
 @pytest.mark.parametrize("path", ["tests/fixtures/model/checkpoint.pt", "models/de-en/checkpoint.fp16.pt"])
 def test_a_checkpoint_reads_and_writes_back_the_same_file_layout(tmp_path, path):
     """The typed Checkpoint keeps the version-1 layout: the committed checkpoints (the trainer's

@@ -116,12 +116,13 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
         window_loss += step_loss
         window_nll += step_nll
         window_tokens += step_tokens
+        elapsed = max(time.time() - window_start, 1e-9)
+        per_token = max(window_tokens, 1)
+        fields = dict(loss=window_loss / per_token, ppl=math.exp(min(window_nll / per_token, 50)),
+                      lr=trainer.scheduler.get_last_lr()[0], tok_s=window_tokens * trainer.world / elapsed)
+        # Every step: a bar updated only at log steps showed loss 0 and lr 0 for the first 50 steps of each epoch.
+        progress.update(task, completed=bi, **fields)
         if st.step % o.log_every_steps == 0 or bi >= len(batches) or st.step == o.max_steps:
-            elapsed = max(time.time() - window_start, 1e-9)
-            per_token = max(window_tokens, 1)
-            fields = dict(loss=window_loss / per_token, ppl=math.exp(min(window_nll / per_token, 50)),
-                          lr=trainer.scheduler.get_last_lr()[0], tok_s=window_tokens * trainer.world / elapsed)
-            progress.update(task, completed=bi, **fields)
             if not trainer.console.is_terminal:     # the progress bar shows them on a terminal
                 trainer.log(f"epoch {st.epoch + 1} batch {bi}/{len(batches)} step {st.step} "
                             f"loss {fields['loss']:.3f} ppl {fields['ppl']:.2f} lr {fields['lr']:.2e} "
@@ -129,8 +130,6 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
             trainer.append_metrics({"type": "train", "epoch": st.epoch + 1, "step": st.step, **fields})
             window_loss = window_nll = window_tokens = 0.0
             window_start = time.time()
-        else:
-            progress.update(task, completed=bi)
         if o.save_every_steps and st.step % o.save_every_steps == 0:
             trainer.save_last()
         trainer.stop_if_asked()
