@@ -134,6 +134,21 @@ def test_a_missing_corpus_says_how_to_point_at_the_data(tmp_path, monkeypatch, c
     assert f"{tmp_path}/nowhere/x.de.gz: no such file; set MT_DATA_DIR, or data_dir in the config's [data] section" in err
 
 
+def test_plain_files_under_a_prefix_are_named_with_the_suffix_to_give(tmp_path, monkeypatch):
+    """prefix = "x" reads x.de.gz and x.en.gz (suffix = ".gz"); beside plain x.de and x.en, the error sent
+    the user to MT_DATA_DIR, the right directory already."""
+    monkeypatch.delenv("MT_DATA_DIR")
+    for name in ("x.de", "x.en"):
+        (tmp_path / name).write_text("Hallo\n")
+    (tmp_path / "x.toml").write_text(BASE.replace("[[data.train]]", '[data]\ndata_dir = "."\n[[data.train]]'))
+    with pytest.raises(DataError, match=rf"^{tmp_path}/x.de.gz: no such file, but x.de is: give its corpus "
+                                        r'suffix = "" to read plain files$'):
+        RunConfig.load(tmp_path / "x.toml").load_split("train")
+    assert RunConfig.load(tmp_path / "x.toml", ['data.train=[{prefix="x", src="de", tgt="en", suffix=""}]',
+                                                   "data.holdout=0"]
+                          ).load_split("train")
+
+
 # What a probe of mt-train found ending in a traceback (torch, SentencePiece, a KeyError in the data
 # encoding): each is now one line before any data is read; the corpus 'x' does not even exist.
 @pytest.mark.parametrize("overrides, message", [

@@ -282,9 +282,13 @@ class RunConfig:
         # Every file is looked for before any is read (train's with dev's, which a run reads next), so a
         # wrong data directory is found at once and not after minutes of reading.
         needed = {"train": self.data.train + self.data.dev, "dev": self.data.dev or self.data.train}.get(split, corpora)
-        for path in (p for c in needed for p in c.files(data_dir, config_dir)):
+        for corpus, path in ((c, p) for c in needed for p in c.files(data_dir, config_dir)):
             if path.is_file():
                 continue
+            plain = path.with_name(path.name.removesuffix(corpus.suffix))
+            if corpus.prefix and corpus.suffix and plain.is_file():     # the data is here, only not gzipped
+                raise DataError(f"{path}: no such file, but {plain.name} is: give its corpus suffix = \"\" to read "
+                                f"plain files")
             if not path.is_relative_to(data_dir):    # a generated corpus: its config says what makes it
                 raise DataError(f"{path}: no such file")
             raise DataError(f"{path}: no such file; set {DATA_DIR_ENV}, or data_dir in the config's [data] section")
