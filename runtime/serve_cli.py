@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import click
 
@@ -20,8 +22,8 @@ Examples:
   mt-serve --port 8080 --beam-size 1         # greedy: quicker answers
   mt-serve --queue 0                         # no waiting: a second request at once gets 503
 
-Exit status: 0 done, 1 error (e.g. the port is taken), 2 usage, 130 interrupted (Ctrl-C), 143 terminated
-(SIGTERM: once the requests begun are answered, 30 s at most)."""
+Exit status: 0 stopped by SIGTERM once the requests begun are answered, 1 error (e.g. the port is taken),
+2 usage, 130 interrupted (Ctrl-C), 143 terminated (a second SIGTERM, or requests unanswered after 30 s)."""
 
 
 @command(PROG, epilog=EPILOG)
@@ -88,20 +90,42 @@ def main(model, provider, variant, threads, host, port, char_limit, file_limit, 
         raise CommandError(f"cannot listen on {host}:{port} ({e.strerror or e})") from None
     bound_host, bound_port = server.server_address[:2]
     bound_host = f"[{bound_host}]" if ":" in bound_host else bound_host
+    stopping = stop_on_sigterm(server)     # before the line that says it is serving
     print(f"{PROG}: {translator.path} ({translator.provider}, {translator.variant}; "
           f"{', '.join(f'{a}->{b}' for a, b in translator.directions) or ', '.join(translator.languages)}) "
           f"on http://{bound_host}:{bound_port}; Ctrl-C stops it", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
-    except Terminated:          # docker stop, systemctl stop: the requests begun are answered first
-        server.server_close()   # new connections are refused from now on
-        if begun := server.answering:
-            print(f"{PROG}: terminating; answering first the request{'s' if begun > 1 else ''} begun ({begun}; "
-                  f"another SIGTERM ends it at once)", file=sys.stderr, flush=True)
-            server.finish_answering(GRACE_SECONDS)
-        raise
+        if stopping.is_set():
+            server.server_close()       # new connections are refused from now on
+            if begun := server.answering:
+                print(f"{PROG}: terminating; answering first the request{'s' if begun > 1 else ''} begun ({begun}; "
+                      f"another SIGTERM ends it at once)", file=sys.stderr, flush=True)
+                if not server.finish_answering(GRACE_SECONDS):      # another SIGTERM raises in there too: 143
+                    raise Terminated
+            # A clean stop, exit 0, as gunicorn's and uvicorn's: systemd counts an exit of 143 as a failure
+            print(f"{PROG}: stopped (SIGTERM)", file=sys.stderr, flush=True)
     finally:
         server.server_close()
+
+
+def stop_on_sigterm(server) -> threading.Event:
+    """From now on SIGTERM (docker stop, systemctl stop) ends `server.serve_forever()` between two
+    connections, and the event is set; a second SIGTERM raises Terminated at once. Not Terminated from
+    the first: raised where the main thread was, in handing a connection to its thread, it closed that
+    connection under the thread answering it. Where SIGTERM is ignored, or off the main thread, nothing changes."""
+    stopping = threading.Event()
+
+    def stop(signum, frame):
+        if stopping.is_set():
+            raise Terminated
+        stopping.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()     # it waits for serve_forever to return
+
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, None)):
+        signal.signal(signal.SIGTERM, stop)         # Command puts back its own handler when main ends
+    return stopping
 
 
 def run() -> None:

@@ -681,11 +681,11 @@ class Server(ThreadingHTTPServer):
             self.answering += change
             self.answered.notify_all()
 
-    def finish_answering(self, seconds: float) -> None:
+    def finish_answering(self, seconds: float) -> bool:
         """Wait, at most `seconds`, until the requests begun are answered (the daemon threads answering
-        them end with the process)."""
+        them end with the process); whether they all were."""
         with self.answered:
-            self.answered.wait_for(lambda: self.answering == 0, seconds)
+            return self.answered.wait_for(lambda: self.answering == 0, seconds)
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):

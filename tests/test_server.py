@@ -223,8 +223,8 @@ def test_mt_serve_runs_until_terminated(fixture_bundle, tmp_path):
         assert second.returncode == 1 and second.stderr.strip().startswith(f"mt-serve: error: cannot listen on "
                                                                           f"127.0.0.1:{port}")
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 143
-        assert "Traceback" not in process.stderr.read()
+        assert process.wait(timeout=30) == 0
+        assert process.stderr.read() == "mt-serve: stopped (SIGTERM)\n"
     finally:
         process.kill()
 
@@ -745,7 +745,8 @@ def test_a_burst_of_connections_waits_in_the_listen_queue_not_in_syn_retries(fix
 def test_sigterm_answers_the_requests_begun_then_exits(fixture_bundle):
     """docker stop, systemctl stop, a rolling update: SIGTERM ended mt-serve at once and a request it was
     answering got an empty reply (curl: 52). Now new connections are refused, those begun are answered,
-    then it exits 143. The request is begun for sure: the server has said 100 Continue to its headers."""
+    then it exits 0: a clean stop, as gunicorn's and uvicorn's (systemd counted its 143 as a failure).
+    The request is begun for sure: the server has said 100 Continue to its headers."""
     binary = Path(sys.executable).parent / "mt-serve"
     process = subprocess.Popen([str(binary), "-m", str(fixture_bundle), "--port", "0", "--greedy", "-q", "--threads", "1"],
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -764,7 +765,7 @@ def test_sigterm_answers_the_requests_begun_then_exits(fixture_bundle):
             sock.sendall(body)
             head, _, answer = answer_on(sock).partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.0 200 ") and json.loads(answer) == {"translatedText": ENGLISH[8]}
-        assert process.wait(timeout=30) == 143
-        assert "Traceback" not in process.stderr.read()
+        assert process.wait(timeout=30) == 0
+        assert process.stderr.read() == "mt-serve: stopped (SIGTERM)\n"
     finally:
         process.kill()
