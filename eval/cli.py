@@ -85,7 +85,7 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
 @click.option("--split-sentences", is_flag=True,
               help="Split lines into sentences as mt-translate does (off: each line is one segment).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-@click.option("--output-hyps", metavar="FILE", help="Write the translations to this file.")
+@click.option("--output-hyps", metavar="FILE", help="Write the translations to this file (not '-': stdout is the report).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (a bar on a terminal, a line every 30 s in a log).")
 def main(model, from_lang, to, provider, variant, threads, source_file, ref_file, corpus, data_dir, options, limit,
          split_sentences, as_json, output_hyps, quiet) -> None:
@@ -99,6 +99,8 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
         raise click.UsageError("--corpus needs --from (and --to, if the model has more than one target for it)")
     if not corpus and not (source_file and ref_file):
         raise click.UsageError("give --source-file and --ref-file, or --corpus with --from")
+    if output_hyps == "-":      # not stdout, as mt-translate's -o -: the report (or --json) is written there
+        raise click.UsageError("--output-hyps -: mt-eval's stdout is its report; give a file for the translations")
 
     from mtkit.runtime.cli import MOST_WARNINGS
     from mtkit.runtime.errors import TranslationError

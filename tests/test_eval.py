@@ -104,6 +104,16 @@ def test_output_hyps_is_never_an_input(capsys, fixture_bundle, tmp_path, monkeyp
     assert {lang: (tmp_path / f"test.{lang}").read_bytes() for lang in ("de", "en")} == before
 
 
+def test_output_hyps_dash_is_a_usage_error(capsys, fixture_bundle, tmp_path, monkeypatch):
+    """`--output-hyps -` wrote a file named '-': mt-translate's and mt-score's `-o -` is stdout, but
+    mt-eval's stdout is its report (a table, or --json for a pipeline), so `-` is refused up front."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "-m", str(fixture_bundle), "-s", str(FIXTURES / "dev.de"), "-r", str(FIXTURES / "dev.en"),
+                         "--greedy", "--limit", "2", "--output-hyps", "-")
+    assert code == 2 and out == "" and list(tmp_path.iterdir()) == []
+    assert "--output-hyps -: mt-eval's stdout is its report; give a file" in err
+
+
 def test_output_hyps_is_never_a_corpus_file(capsys, fixture_bundle, tmp_path):
     (tmp_path / "tiny").mkdir()
     for lang in ("de", "en"):
