@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import click
 
@@ -18,6 +19,7 @@ EPILOG = """\b
 Examples:
   mt-score corpus.de corpus.en > scores.txt         # one score per pair: 0 is certain, lower less likely
   mt-score --to de corpus.en corpus.de
+  mt-translate < corpus.de | mt-score corpus.de -  # '-' is stdin (SOURCES or TARGETS, not both)
   mt-score --format jsonl sources.de candidates.en  # also the tokens and each one's log-prob
   paste scores.txt corpus.de corpus.en | sort -g | head    # the pairs the model finds least likely
 
@@ -40,17 +42,26 @@ Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)
 def main(sources, targets, model, to, provider, variant, threads, output, fmt, max_batch_tokens,
          max_batch_sentences) -> None:
     """Score each line of TARGETS as the translation of the same line of SOURCES (UTF-8 text files, gzip if
-    .gz): the model's log-probability of the target's tokens, its end included, read as written and
-    without sentence splitting. --to is the language of TARGETS."""
+    .gz; one of the two may be '-', stdin): the model's log-probability of the target's tokens, its end
+    included, read as written and without sentence splitting. --to is the language of TARGETS."""
     from .cli import write_output
     from .errors import TranslationError
-    from .text_io import InputError, check_output, read_lines, refuse_inputs
+    from .text_io import InputError, check_output, decode_lines, read_lines, refuse_inputs
     from .translator import Translator
 
+    if sources == targets == "-":
+        raise click.UsageError("SOURCES and TARGETS cannot both be stdin ('-'): give one of them as a file")
+
+    def name(path: str) -> str:
+        return "stdin" if path == "-" else path
+
+    def read(path: str) -> list[str]:       # '-' is stdin: `mt-translate < src.de | mt-score src.de -`
+        return list(decode_lines(sys.stdin.buffer, "stdin")) if path == "-" else read_lines(path)
+
     try:
-        source_lines, target_lines = read_lines(sources), read_lines(targets)
+        source_lines, target_lines = read(sources), read(targets)
         if len(source_lines) != len(target_lines):
-            raise InputError(f"{sources} has {len(source_lines):,} lines and {targets} {len(target_lines):,}: "
+            raise InputError(f"{name(sources)} has {len(source_lines):,} lines and {name(targets)} {len(target_lines):,}: "
                              f"give one target line for each source line")
         if output and output != "-":
             check_output(output)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,18 @@ def test_each_pair_gets_its_line(model, tmp_path, capsys):
     assert code == 0 and out == "" and [r["line"] for r in records] == [1, 2, 3, 4]
     assert records[1]["tokens"] == ["</s>"] and len(records[0]["log_probs"]) == len(records[0]["tokens"])
     assert records[2]["log_prob"] == pytest.approx(sum(records[2]["log_probs"]), abs=1e-3)
+
+
+def test_one_file_may_be_stdin(model, tmp_path, capsys, monkeypatch):
+    """`mt-translate < src.de | mt-score src.de -` said '-: cannot open': `-` is stdin, for one of the two."""
+    src, tgt = lines(tmp_path / "s.de", GERMAN[:2]), lines(tmp_path / "t.en", ENGLISH[:2])
+    code, want, _ = score_cli(capsys, src, tgt)
+    assert code == 0
+    for args, piped in [((src, "-"), tgt), (("-", tgt), src)]:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(piped.read_bytes()), encoding="utf-8"))
+        assert score_cli(capsys, *args) == (0, want, "")
+    code, out, err = score_cli(capsys, "-", "-")
+    assert code == 2 and out == "" and "SOURCES and TARGETS cannot both be stdin" in err
 
 
 def test_what_cannot_be_scored_is_one_line(model, tmp_path, capsys):
