@@ -40,6 +40,24 @@ def test_tsv(tmp_path):
     assert read_tsv(tmp_path / "q.tsv") == [("Hallo", "Hello"), ("", "")]
 
 
+def test_tsv_lines_with_more_than_two_columns_are_counted(tmp_path):
+    """Columns after the second are ignored (an attribution column is fine), but a tab inside a sentence
+    cuts it: the start's report counts such lines instead of training on them without a word."""
+    from mtkit.train.config import RunConfig
+    from conftest import tiny_run_dict
+
+    (tmp_path / "p.tsv").write_text("Hallo\tHello\tCC-BY\nEr sagte:\tHallo.\tHe said: hello.\nJa\tYes\n")
+    report = CleaningReport()
+    assert read_tsv(tmp_path / "p.tsv", report) == [("Hallo", "Hello"), ("Er sagte:", "Hallo."), ("Ja", "Yes")]
+    assert report.extra_columns == 2
+    raw = tiny_run_dict(tmp_path)
+    raw["data"] |= {"holdout": 0, "dev": [], "train": [{"tsv": str(tmp_path / "p.tsv"), "src": "de", "tgt": "en"}]}
+    report = CleaningReport()
+    RunConfig.from_dict(raw).load_split("train", report)
+    assert report.summary() == ("kept 3 pairs; dropped: none; 2 tsv lines had more than 2 columns: "
+                                "only the first two are read")
+
+
 def test_cleaning_counts_every_drop():
     pairs = [Pair(s, t, "de", "en") for s, t in [
         ("Hallo Welt", "Hello world"),

@@ -67,9 +67,9 @@ class Corpus:
                                             self.tgt_file or f"{self.prefix}.{self.tgt}{self.suffix}"]
         return [(config_dir if name.startswith(("./", "../")) else data_dir) / name for name in names]
 
-    def load(self, data_dir: Path, config_dir: Path = Path(".")) -> list[Pair]:
+    def load(self, data_dir: Path, config_dir: Path = Path("."), report: CleaningReport | None = None) -> list[Pair]:
         files = self.files(data_dir, config_dir)
-        raw = read_tsv(*files) if self.tsv else read_parallel(*files)
+        raw = read_tsv(*files, report) if self.tsv else read_parallel(*files)
         if self.max_words:
             raw = [(s, t) for s, t in raw if max(len(s.split()), len(t.split())) <= self.max_words]
         if self.strip_final_stop:
@@ -311,7 +311,7 @@ class RunConfig:
                        report: CleaningReport | None = None) -> list[Pair]:
         """One training corpus as a run trains on it, once: cleaned (which drops duplicates), then
         subsampled to its max_pairs."""
-        return subsample(clean(corpus.load(data_dir, config_dir), self.data.max_ratio, self.data.max_chars,
+        return subsample(clean(corpus.load(data_dir, config_dir, report), self.data.max_ratio, self.data.max_chars,
                                report=report), corpus.max_pairs)
 
     def _train_and_holdout(self, data_dir: Path, config_dir: Path,

@@ -26,10 +26,13 @@ class Pair:
 class CleaningReport:
     kept: int = 0
     dropped: Counter = field(default_factory=Counter)
+    extra_columns: int = 0          # TSV lines with more than 2 columns, of which the first two were read
 
     def summary(self) -> str:
         drops = ", ".join(f"{n} {why}" for why, n in sorted(self.dropped.items())) or "none"
-        return f"kept {self.kept} pairs; dropped: {drops}"
+        extra = (f"; {self.extra_columns} tsv line{'s' if self.extra_columns > 1 else ''} had more than 2 columns: "
+                 "only the first two are read") if self.extra_columns else ""
+        return f"kept {self.kept} pairs; dropped: {drops}{extra}"
 
 
 def read_lines(path: str | Path) -> list[str]:
@@ -56,8 +59,9 @@ def read_parallel(src_path, tgt_path) -> list[tuple[str, str]]:
     return list(zip(src, tgt))
 
 
-def read_tsv(path) -> list[tuple[str, str]]:
-    """A TSV file whose first two columns are source and target (extra columns are ignored)."""
+def read_tsv(path, report: CleaningReport | None = None) -> list[tuple[str, str]]:
+    """A TSV file whose first two columns are source and target. Extra columns are ignored (an
+    attribution), and counted in `report`: a tab inside a sentence makes one too, and cuts the sentence."""
     pairs = []
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
@@ -66,6 +70,8 @@ def read_tsv(path) -> list[tuple[str, str]]:
         cols = line.split("\t")
         if len(cols) < 2:
             raise DataError(f"{path}:{number}: expected at least 2 tab-separated columns, found {len(cols)}")
+        if len(cols) > 2 and report is not None:
+            report.extra_columns += 1
         pairs.append((cols[0], cols[1]))
     return pairs
 
