@@ -215,8 +215,12 @@ def unpack_archive(archive: Path) -> Path:
     key = hashlib.sha256(f"{archive}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
     target = cache_dir() / f"{archive_stem(archive.name)}-{key}"
     if not target.is_dir():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
+        except OSError as e:        # a regular file on its path, a read-only disk: say which setting moves it
+            raise BundleError(f"{target.parent}: cannot unpack {archive.name} in the cache directory "
+                              f"({e.strerror or e}); set MT_CACHE_DIR to a writable directory") from None
         try:
             extract_archive(archive, tmp)
             try:

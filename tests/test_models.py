@@ -162,6 +162,21 @@ def test_install_from_archives(fixture_bundle, tmp_path, models_dir):
     assert translates("from-tgz") and translates("from-zip")
 
 
+@pytest.mark.parametrize("variable", ["MT_CACHE_DIR", "XDG_CACHE_HOME"])
+def test_an_unwritable_cache_names_itself_and_mt_cache_dir(fixture_bundle, tmp_path, monkeypatch, variable):
+    """An archive given with -m is unpacked in the cache; when that cannot be made (its path a regular
+    file, a read-only disk) the error said only '.../mtkit/bundles: Not a directory'."""
+    tgz = make_tgz(copy_bundle(fixture_bundle, tmp_path / "m"), tmp_path / "m.tar.gz")
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.delenv("MT_CACHE_DIR")
+    monkeypatch.setenv(variable, str(tmp_path / "a-file"))
+    with pytest.raises(ModelLoadError) as error:
+        Translator(tgz)
+    message = str(error.value)
+    assert f"{bundle.cache_dir()}: cannot unpack m.tar.gz in the cache directory (Not a directory)" in message
+    assert "set MT_CACHE_DIR to a writable directory" in message and len(message.splitlines()) == 1
+
+
 def test_install_keeps_an_installed_model_unless_forced(fixture_bundle, models_dir):
     assert mt_models("install", fixture_bundle, "--name", "m").exit_code == 0
     again = mt_models("install", fixture_bundle, "--name", "m")
