@@ -8,6 +8,7 @@ the temporary directory, so a model is either fully installed and verified or no
 
 from __future__ import annotations
 
+import errno
 import http.client
 import os
 import shutil
@@ -67,7 +68,9 @@ def install(source: str, name: str | None = None, force: bool = False,
         root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".install-{name}-", dir=root))
     except OSError as e:        # read-only, not a directory, not ours
-        raise InstallError(f"{root}: cannot write to the models directory ({e.strerror or e}); "
+        # mkdir's reason for a regular file at `root` itself is "File exists": what is wrong is its kind
+        why = os.strerror(errno.ENOTDIR) if isinstance(e, FileExistsError) else e.strerror or e
+        raise InstallError(f"{root}: cannot write to the models directory ({why}); "
                            "set MT_MODELS_DIR to a writable one") from None
     remove_leftovers(root)
     try:

@@ -454,14 +454,15 @@ def test_an_install_without_force_never_replaces_a_model_installed_meanwhile(fix
 def test_a_models_directory_that_cannot_be_written_is_one_line_naming_it(fixture_bundle, tmp_path, monkeypatch):
     """A read-only or misplaced models directory was Python's OSError as it stands, naming the hidden
     temporary directory: 'mt-models: error: [Errno 30] Read-only file system: '/srv/models/.install-m-x1y2''.
-    Here the directory cannot be made since a file is in its way (a read-only mount fails the same way)."""
+    Here the directory cannot be made since a file is in its way (a read-only mount fails the same way),
+    or is that file: this said '(File exists)', mkdir's reason for a regular file on its path."""
     (tmp_path / "a-file").write_text("")
-    models = tmp_path / "a-file" / "models"
-    monkeypatch.setenv("MT_MODELS_DIR", str(models))
-    result = mt_models("install", fixture_bundle, "--name", "m")
-    assert result.exit_code == 1 and result.stderr == (
-        f"mt-models: error: {models}: cannot write to the models directory (Not a directory); "
-        "set MT_MODELS_DIR to a writable one\n")
+    for models in (tmp_path / "a-file" / "models", tmp_path / "a-file"):
+        monkeypatch.setenv("MT_MODELS_DIR", str(models))
+        result = mt_models("install", fixture_bundle, "--name", "m")
+        assert result.exit_code == 1 and result.stderr == (
+            f"mt-models: error: {models}: cannot write to the models directory (Not a directory); "
+            "set MT_MODELS_DIR to a writable one\n")
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes to a read-only folder")
