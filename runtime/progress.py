@@ -27,6 +27,7 @@ def translation_progress(callback: Callable[[int, int], None]) -> Iterator[None]
     changes. It is called from the threads that decode the batches too, one call at a time: a GUI hands
     the count to its own thread. An exception it raises stops the translation and is raised by the call
     (a way to cancel one, as mt-serve does when its client has gone)."""
+    check_callback(callback)
     counts = [0, 0]
     lock = threading.Lock()         # batches end on several threads
 
@@ -41,6 +42,25 @@ def translation_progress(callback: Callable[[int, int], None]) -> Iterator[None]
         yield
     finally:
         _report.reset(token)
+
+
+def check_callback(callback) -> None:
+    """Refuse a callback that cannot take (done, total) when the block starts: it would fail only at the
+    first batch decoded, with a TypeError from deep inside the batching code."""
+    import inspect
+
+    if not callable(callback):
+        raise TypeError(f"translation_progress needs a function callback(done, total), not {callback!r}")
+    try:
+        signature = inspect.signature(callback)
+    except (TypeError, ValueError):         # some built-ins have none to check: taken as they are
+        return
+    try:
+        signature.bind(0, 0)
+    except TypeError:
+        name = getattr(callback, "__qualname__", type(callback).__name__)
+        raise TypeError(f"translation_progress needs a function callback(done, total); {name}{signature} "
+                        f"cannot be called as callback(done, total)") from None
 
 
 def reporter() -> Callable[[int, int], None] | None:

@@ -47,6 +47,23 @@ def test_a_callback_that_raises_cancels_the_translation(fixture_bundle):
     assert translator.translate(GERMAN[0], from_lang="de", beam_size=1)[0].text
 
 
+@pytest.mark.parametrize("callback, why", [
+    (None, "not None"),
+    (lambda done: None, "cannot be called as callback(done, total)"),
+    (lambda done, total, extra: None, "cannot be called as callback(done, total)"),
+])
+def test_a_callback_that_cannot_be_called_is_refused_when_the_block_starts(callback, why):
+    """It failed only at the first batch, deep in the batching code: "'NoneType' object is not callable"
+    or "<lambda>() takes 1 positional argument but 2 were given"."""
+    entered = False
+    with pytest.raises(TypeError, match="translation_progress needs a function callback\\(done, total\\)") as error:
+        with translation_progress(callback):
+            entered = True
+    assert why in str(error.value) and not entered
+    with translation_progress(print), translation_progress(lambda *counts: None):     # these can be
+        pass
+
+
 def test_mt_translate_draws_a_documents_bar_on_a_terminal_only(fixture_bundle, tmp_path):
     page = tmp_path / "seite.html"
     page.write_text("".join(f"<p>{g}</p>" for g in GERMAN[:12]), encoding="utf-8")
