@@ -299,6 +299,8 @@ def read_lexicon(path: Path, config: BundleConfig):
         lexicon = Lexicon.load(path)
     except ValueError as e:
         raise BundleError(f"{path}: not a lexicon ({e})") from None
+    except OSError as e:        # read on first use: the bundle may have gone since it was loaded
+        raise BundleError(f"{path}: cannot read the bundle's lexicon ({e.strerror or e})") from None
     if unknown := set(lexicon.languages) - set(config.language_tags):
         raise BundleError(f"{path}: counts for {', '.join(sorted(unknown))}, which this model has no tag for")
     return lexicon

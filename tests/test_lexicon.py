@@ -128,6 +128,18 @@ def test_a_damaged_lexicon_is_a_one_line_error(tmp_path, fixture_bundle, capsys,
         Translator(bundle, variant="fp32", threads=1)
 
 
+def test_a_lexicon_gone_after_loading_is_said_to_be_unreadable(tmp_path, fixture_bundle):
+    """The bundle deleted after loading: the first detection said 'lexicon.tsv.gz: not a lexicon (unreadable
+    ([Errno 2] No such file or directory: ...))', as if the file were damaged."""
+    bundle = with_lexicon(tmp_path, fixture_bundle)
+    translator = Translator(bundle, variant="fp32", threads=1)
+    shutil.rmtree(bundle)
+    with pytest.raises(ModelLoadError) as error:
+        translator.translate(GERMAN[0], to="en", beam_size=1)
+    assert str(error.value) == (f"{bundle / bf.LEXICON_FILE}: cannot read the bundle's lexicon "
+                                f"(No such file or directory)")
+
+
 def test_a_lexicon_of_a_language_the_model_lacks_is_refused(tmp_path, fixture_bundle):
     foreign = Lexicon.count([("de", "Hund " * 5), ("xx", "Hund " * 5)], ["de", "xx"])
     translator = Translator(with_lexicon(tmp_path, fixture_bundle, foreign), variant="fp32", threads=1)
