@@ -102,8 +102,8 @@ def probabilities(text: str) -> dict[str, float]:
     if text.isupper():                       # all capitals read as another language; the model saw few
         text = text.lower()
     global _preloading
-    if _preloading is not None:
-        _preloading.join()
+    if (preloading := _preloading) is not None:     # read once: a detection on another thread may clear it
+        preloading.join()
         _preloading = None
     labels, probs = _model().predict(text, k=-1)
     return {label.removeprefix("__label__"): float(p) for label, p in zip(labels, probs)}

@@ -5,6 +5,7 @@ over what was measured (see benchmarks/language_id.py), so they hold on any CPU.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import random
@@ -218,3 +219,38 @@ def test_a_lone_surrogate_is_no_error():
     """A PDF's text can hold half of a surrogate pair; fastText takes UTF-8 only."""
     probabilities = language_id.probabilities("Ich habe heute keine Zeit \ud83d für dich.")
     assert max(probabilities, key=probabilities.get) == "de"
+
+
+def test_a_detection_waits_for_the_preload_while_another_one_ends_it(monkeypatch):
+    """probabilities() checked the preloading thread, then joined it by the global's name: a detection
+    on another thread that set it to None in between made this one fail with "'NoneType' object has no
+    attribute 'join'". That moment is forced here: the other detection runs when this one is at the
+    line that joins (a trace function, on this thread only)."""
+    import threading
+
+    language_id.probabilities("Guten Morgen")               # the detector loaded, as after a preload
+    finished = threading.Thread(target=lambda: None)
+    finished.start()
+    finished.join()
+    monkeypatch.setattr(language_id, "_preloading", finished)
+    code = language_id.probabilities.__code__
+    lines = inspect.getsource(language_id.probabilities).splitlines()
+    interleaved = []
+
+    def trace(frame, event, arg):
+        if frame.f_code is not code:
+            return None
+        if event == "line" and ".join()" in lines[frame.f_lineno - code.co_firstlineno] and not interleaved:
+            other = threading.Thread(target=language_id.probabilities, args=("Good morning",))
+            other.start()
+            other.join(timeout=2)       # a lock would hold the other one back: it goes on after this one
+            interleaved.append(other)
+        return trace
+
+    sys.settrace(trace)
+    try:
+        assert "de" in language_id.probabilities("Guten Morgen")
+    finally:
+        sys.settrace(None)
+    interleaved[0].join()
+    assert language_id._preloading is None
