@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import sys
 import time
 import warnings
@@ -72,8 +73,24 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
     return source_file, ref_file, to, from_lang
 
 
+def never_auto(ctx, param, value):
+    # Never detected line by line: a line found in the target language would be copied, and scored.
+    if value == "auto":
+        raise click.UsageError("--from auto: mt-eval never detects the source language (a line already in the "
+                               "target language would be copied and scored); give it, e.g. --from de", ctx)
+    return value
+
+
+# mt-eval's own --from and --to: its languages come from its files, not from detection.
+FROM = click.option("--from", "from_lang", metavar="LANG", default=None, callback=never_auto,
+                    help="Source language (default: the source file's suffix, e.g. test.de; never detected).")
+TO = click.option("--to", metavar="LANG", default=None,
+                  help="Target language (default: the reference file's suffix, e.g. test.en, else the model's "
+                       "target for the source language, as mt-translate's --from alone picks it).")
+
+
 @command(PROG, epilog=EPILOG)
-@model_options
+@functools.partial(model_options, languages=(FROM, TO))
 @click.option("-s", "--source-file", metavar="FILE", help="Source sentences, one per line (.gz allowed; its suffix, e.g. test.de, gives --from).")
 @click.option("-r", "--ref-file", metavar="FILE",
               help="Reference translations, aligned with --source-file (its suffix, e.g. test.en, gives --to).")

@@ -49,9 +49,10 @@ DATA_DIR = click.option("--data-dir", type=click.Path(file_okay=False, path_type
                              "source checkout).")
 
 
-def model_options(command):
-    """-m/--model, --from, --to, --provider, --variant and --threads, in that order."""
-    for option in reversed((MODEL, FROM, TO, PROVIDER, VARIANT, THREADS)):
+def model_options(command, languages: tuple = (FROM, TO)):
+    """-m/--model, --from, --to, --provider, --variant and --threads, in that order; `languages`: the
+    --from and --to options of a command whose languages come from elsewhere (mt-eval's files)."""
+    for option in reversed((MODEL, *languages, PROVIDER, VARIANT, THREADS)):
         command = option(command)
     return command
 

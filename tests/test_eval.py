@@ -77,6 +77,25 @@ def test_a_source_language_is_never_guessed(capsys, fixture_bundle, tmp_path):
     assert code == 0 and json.loads(out)["src_lang"] == "de", err
 
 
+@pytest.mark.parametrize("files", [["-s", "SOURCES", "-r", "REFS"], ["--corpus", "multi30k/test_2016_flickr"]])
+def test_from_auto_is_refused_as_what_it_is(capsys, fixture_bundle, tmp_path, files):
+    """mt-eval's --from is never `auto` (the shared option's default elsewhere): --from auto was read as no
+    --from, and refused with 'give --from' or '--corpus needs --from', though --from had been given."""
+    paths = {"SOURCES": str(tmp_path / "sources"), "REFS": str(FIXTURES / "dev.en")}
+    code, out, err = cli(capsys, "-m", str(fixture_bundle), *[paths.get(a, a) for a in files], "--from", "auto")
+    assert code == 2 and out == ""
+    assert "--from auto: mt-eval never detects the source language" in err and "give --from" not in err
+
+
+def test_help_says_where_the_languages_come_from(capsys):
+    """--help said --from auto, 'detected sentence by sentence', was the default, as mt-translate's does."""
+    code, out, _ = cli(capsys, "--help")
+    assert code == 0
+    assert "detected sentence by sentence" not in out
+    assert "the source file's suffix" in " ".join(out.split())
+    assert "the reference file's suffix" in " ".join(out.split())
+
+
 def hyps_refused(capsys, fixture_bundle, args, output) -> str:
     """mt-eval's stderr for ARGS with --output-hyps OUTPUT, which must be refused before anything is written."""
     code, out, err = cli(capsys, "-m", str(fixture_bundle), *args, "--greedy", "--output-hyps", output)
