@@ -32,7 +32,7 @@ Examples:
   mt-eval --corpus multi30k/test_2016_flickr --from de --to en
   mt-eval -m runs/NAME/final.pt --corpus tatoeba/test --from de --to en --limit 500
 
-Exit status: 0 done, 1 error, 2 usage, 130 interrupted."""
+Exit status: 0 done, 1 error, 2 usage, 130 interrupted, 143 terminated (SIGTERM)."""
 
 
 def checkpoint_translator(path: Path, provider: str, threads: int | None):

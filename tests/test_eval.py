@@ -94,6 +94,7 @@ def test_help_says_where_the_languages_come_from(capsys):
     assert "detected sentence by sentence" not in out
     assert "the source file's suffix" in " ".join(out.split())
     assert "the reference file's suffix" in " ".join(out.split())
+    assert "143 terminated" in " ".join(out.split())         # SIGTERM's status, which it left out
 
 
 def hyps_refused(capsys, fixture_bundle, args, output) -> str:
