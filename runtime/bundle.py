@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from . import bundle_format as bf
 from . import model_store
 from .bundle_format import BundleConfig, BundleError
-from .checksums import check_size
+from .checksums import check_size, file_sha256
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 # The shipped models, next to the package source: the checkout's models/, or mtkit/models/ in the
@@ -266,8 +266,12 @@ def load_tokenizer(directory: Path, config: BundleConfig):
         sp.Load(str(path))
     except (OSError, RuntimeError) as e:
         raise BundleError(f"{path}: not a SentencePiece model ({e})") from None
-    if sp.get_piece_size() != config.vocab_size:
-        raise BundleError(f"{path}: {sp.get_piece_size()} pieces, but {bf.CONFIG_FILE} says vocab_size "
+    if (pieces := sp.get_piece_size()) != config.vocab_size:
+        if vocab_size_edited(directory, config):
+            raise BundleError(f"{directory / bf.CONFIG_FILE}: model.vocab_size is {config.vocab_size}, but "
+                              f"{config.tokenizer}, unchanged since the export (its recorded sha256), has {pieces} "
+                              f"pieces, as the graphs' vocabulary; set vocab_size back to {pieces}")
+        raise BundleError(f"{path}: {pieces} pieces, but {bf.CONFIG_FILE} says vocab_size "
                           f"{config.vocab_size}; the tokenizer does not belong to this model")
     specials = {"pad": sp.pad_id(), "unk": sp.unk_id(), "bos": sp.bos_id(), "eos": sp.eos_id()}
     for name, expected in config.special_ids.items():
@@ -278,6 +282,13 @@ def load_tokenizer(directory: Path, config: BundleConfig):
         if sp.piece_to_id(language_tag(lang)) != tag_id:
             raise BundleError(f"{path}: language tag {language_tag(lang)} is not id {tag_id} as {bf.CONFIG_FILE} says")
     return sp
+
+
+def vocab_size_edited(directory: Path, config: BundleConfig) -> bool:
+    """Whether config.json's vocab_size, not the tokenizer, is what changed since the export: the tokenizer
+    is the one whose sha256 config.json records, and mt-export wrote it with graphs of its size."""
+    recorded = config.files.get(config.tokenizer, {}).get("sha256")
+    return recorded is not None and file_sha256(directory / config.tokenizer) == recorded
 
 
 def lexicon_file(directory: Path, config: BundleConfig) -> Path | None:

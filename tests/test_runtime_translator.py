@@ -713,9 +713,15 @@ def test_broken_bundles_name_the_file(fixture_bundle, tmp_path):
         cfg["schema_version"] = 99
         (d / "config.json").write_text(json.dumps(cfg))
 
-    def vocab(d):
+    def vocab(d):                   # config.json edited: the tokenizer is still the one its checksum records
         cfg = json.loads((d / "config.json").read_text())
         cfg["model"]["vocab_size"] += 1
+        (d / "config.json").write_text(json.dumps(cfg))
+
+    def other_tokenizer(d):         # no checksums (an older bundle) to tell which of the two is wrong
+        shutil.copy(Path(__file__).parents[1] / "models" / "de-en" / "tokenizer.model", d / "tokenizer.model")
+        cfg = json.loads((d / "config.json").read_text())
+        del cfg["files"]
         (d / "config.json").write_text(json.dumps(cfg))
 
     def layers(d):
@@ -734,7 +740,11 @@ def test_broken_bundles_name_the_file(fixture_bundle, tmp_path):
         (broken("schema", schema), "config.json: schema_version 99 is not supported"),
         (broken("notok", lambda d: (d / "tokenizer.model").unlink()), "tokenizer.model: missing"),
         (broken("badtok", garble("tokenizer.model")), "tokenizer.model: not a SentencePiece"),
-        (broken("vocab", vocab), "tokenizer.model: .* pieces, but config.json says vocab_size"),
+        (broken("vocab", vocab), r"config.json: model.vocab_size is 761, but tokenizer.model, unchanged since the "
+                                 r"export \(its recorded sha256\), has 760 pieces, as the graphs' vocabulary; "
+                                 r"set vocab_size back to 760"),
+        (broken("othertok", other_tokenizer), "tokenizer.model: 16000 pieces, but config.json says vocab_size 760; "
+                                              "the tokenizer does not belong to this model"),
         (broken("layers", layers), "config.json: .*tensors: the name lists do not fit a decoder of 3 layers"),
         (broken("heads", heads), r"decoder.int8.onnx: input \S+ has \d+ heads of \d+, but config.json says"),
         (broken("noconfig", lambda d: (d / "config.json").unlink()), "config.json: missing"),
