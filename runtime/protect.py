@@ -187,7 +187,8 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
     copies = [text[a:b] for a, b, word in runs if word and text[a:b] not in names]
     if not found:
         return Masked(text.translate(readable) if readable else text, copies=copies)
-    free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text))
+    # none that the text has in any case: the model may write one lower-cased (unmask reads it so)
+    free = iter(p for p in placeholders if not re.search(rf"\b{p}\b", text, re.IGNORECASE))
     out, spans, cuts, last, length = [], [], [], 0, 0
     for start, end, replace, term in runs_of_spans(text, sorted(found, key=lambda f: f[:2])):
         placeholder = next(free, None) if replace else None
@@ -243,21 +244,40 @@ def unmask(translation: str, spans: list[Span]) -> str:
     placeholder the model dropped, goes in at its relative position among the words."""
     dropped = []
     for span in spans:
-        pattern = re.compile(rf"\b{span.placeholder}\b") if span.placeholder else None
-        if pattern and pattern.search(translation):
-            translation = pattern.sub(lambda m: opening(span, m.start()), translation, count=1)
-            if pattern.search(translation):                             # repeated: keep one
-                translation = re.sub(r" +(?=[.,!?;:]|$)| (?= )", "", pattern.sub("", translation))
-        else:
+        found = placeholder_in(translation, span) if span.placeholder else None
+        if found is None:
             dropped.append(span)
+            continue
+        pattern, original = found
+        translation = pattern.sub(lambda m: opening(span, m.start(), original), translation, count=1)
+        word = re.compile(rf"\b{span.placeholder}\b", re.IGNORECASE)
+        if word.search(translation):                                # repeated: keep one
+            translation = re.sub(r" +(?=[.,!?;:]|$)| (?= )", "", word.sub("", translation))
     return insert_at(translation, dropped)
 
 
-def opening(span: Span, at: int) -> str:
-    """A span's text where it lands: a lower-case glossary term that opens the sentence gets a capital."""
+def placeholder_in(translation: str, span: Span) -> tuple[re.Pattern, str] | None:
+    """Where the model wrote the span's placeholder, and what replaces it: as a word, as given or
+    lower-cased ("the anna journal"); for a glossary term also glued to a word's end, a genitive s or a
+    compound's second part ("Toms", "Tomadministratoren"): the term takes the name's place there
+    ("Kreditors", "Datenbankadministratoren"), a term of more than one word with a hyphen. Only where
+    the name is not a word of its own: a word that merely starts with it ("Tomate") is then taken for
+    it, a rare loss against the name in every such translation."""
+    name = span.placeholder
+    for pattern in (re.compile(rf"\b{name}\b"), re.compile(rf"\b{name}\b", re.IGNORECASE)):
+        if pattern.search(translation):
+            return pattern, span.original
+    glued = re.compile(rf"\b{name}(?=[^\W\d_])")
+    if span.term and glued.search(translation):
+        return glued, span.original if span.original.isalpha() else span.original + "-"
+    return None
+
+
+def opening(span: Span, at: int, text: str) -> str:
+    """A span's `text` where it lands: a lower-case glossary term that opens the sentence gets a capital."""
     if span.term and at == 0 and span.original.islower():
-        return span.original[0].upper() + span.original[1:]
-    return span.original
+        return text[0].upper() + text[1:]
+    return text
 
 
 def insert_at(text: str, spans: list[Span]) -> str:

@@ -186,3 +186,30 @@ def test_cli_glossary_for_another_pair_is_an_error(model, tmp_path, capsys):
     assert code == 1 and out == ""
     assert err == (f"mt-translate: error: {path}: the glossary is for de and fr, but this model translates "
                    f"de -> en, en -> de\n")
+
+
+def test_a_placeholder_the_model_lowercased_or_inflected_is_still_the_term():
+    """The model writes a placeholder name as it would a name: lower-cased ("the anna journal"), with a
+    genitive s ("Toms"), or as a compound's first part ("Tomadministratoren"). The name came out in
+    the translation and the term went in again after its share of the words."""
+    terms = Glossary.from_pairs("en", "de", [("database", "Datenbank"), ("vendor", "Kreditor"),
+                                             ("sales tax", "Mehrwertsteuer")]).terms("en", "de")
+    masked = mask("The database administrators", lambda c: False, terms=terms)
+    assert unmask(f"Die {masked.spans[0].placeholder}administratoren", masked.spans) == "Die Datenbankadministratoren"
+    masked = mask("The vendor's address", lambda c: False, terms=terms)
+    assert unmask(f"Die Adresse des {masked.spans[0].placeholder}s", masked.spans) == "Die Adresse des Kreditors"
+    masked = mask("Sales tax codes and the database", lambda c: False, terms=terms)
+    first, second = (s.placeholder for s in masked.spans)
+    assert unmask(f"{first}codes und die {second.lower()}", masked.spans) == "Mehrwertsteuercodes und die Datenbank"
+    # a term of several words is joined with a hyphen
+    backward = Glossary.from_pairs("de", "en", [("Freigegebenes Produkt", "released product")]).terms("en", "de")
+    masked = mask("the released product table", lambda c: False, terms=backward)
+    assert unmask(f"die {masked.spans[0].placeholder}tabelle", masked.spans) == "die Freigegebenes Produkt-tabelle"
+
+
+def test_a_placeholder_is_no_word_of_the_text_in_any_case():
+    """A placeholder the model lower-cases is read back as the placeholder: none may be a word of the
+    text in another case ("max." in the text, "Max" standing for a term)."""
+    terms = Glossary.from_pairs("de", "en", [("Datei", "file")]).terms("de", "en")
+    masked = mask("tom und peter öffnen die Datei", lambda c: False, terms=terms)
+    assert masked.spans[0].placeholder == "Anna"
