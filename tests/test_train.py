@@ -455,3 +455,14 @@ def test_torchrun_ddp_two_processes(tmp_path):
     ckpt = load_checkpoint(tmp_path / "run/final.pt")
     single_epoch_batches = ckpt.progress.step
     assert ckpt.progress.epoch == 1 and single_epoch_batches > 0
+
+
+def test_log_lines_on_a_terminal_are_shown_as_written(tmp_path):
+    """On a terminal the log went through rich's markup: '[data] holdout' showed as '( holdout)', a path
+    with '[/x]' in it ended the run with a MarkupError, and each line carried 'trainer.py:97'."""
+    shown = io.StringIO()
+    trainer = Trainer(RunConfig.from_dict(tiny_run_dict(tmp_path)), Console(file=shown, force_terminal=True,
+                                                                              width=200, color_system=None))
+    trainer.log("dev: 10 pairs held out of the training data ([data] holdout); /runs/a[/x]/last.pt")
+    assert "([data] holdout); /runs/a[/x]/last.pt" in shown.getvalue()
+    assert "trainer.py" not in shown.getvalue()

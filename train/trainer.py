@@ -93,12 +93,11 @@ class Trainer:
     def log(self, message: str) -> None:
         if not self.is_main:
             return
-        if self.console.is_terminal:
-            self.console.log(message)
-        else:
-            # A log file gets one unwrapped line per message: rich wraps at 80 columns off a terminal.
-            self.console.print(f"[{time.strftime('%H:%M:%S')}] {message}", soft_wrap=True, markup=False,
-                               highlight=False)
+        # As written, never as rich markup ('[data] holdout' is a config key, not a style). A log file gets
+        # one unwrapped line per message: rich wraps at 80 columns off a terminal.
+        terminal = self.console.is_terminal
+        self.console.print(f"[{time.strftime('%H:%M:%S')}] {message}", soft_wrap=not terminal, markup=False,
+                           highlight=terminal)
 
     def prepare(self, resume: bool, init_from: Path | None = None) -> None:
         """Load data, tokenizer and model. `resume` continues this run exactly from last.pt;
