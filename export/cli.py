@@ -51,6 +51,7 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
     if ship and (archive or fp16):
         raise click.UsageError("--ship writes a directory with int8 graphs; drop --archive / --fp16")
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from mtkit.train.checkpoint import CheckpointError, checkpoint_hint
@@ -88,15 +89,16 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
     except ParityError as e:
         if e.report:
             console.print(parity_table(e.report))
-        console.print(f"[red]parity check failed:[/] {e}\nnothing was written to {target}", highlight=False, soft_wrap=True)
+        console.print(f"[red]parity check failed:[/] {escape(str(e))}\nnothing was written to {escape(str(target))}",
+                      highlight=False, soft_wrap=True)
         sys.exit(3)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: nothing was written to {target}", soft_wrap=True)
+        console.print(f"[yellow]interrupted[/]: nothing was written to {escape(str(target))}", soft_wrap=True)
         sys.exit(130)
 
     console.print(files_table(report))
     console.print(parity_table(report.parity))
-    console.print(f"[green]bundle written:[/] {report.path}", highlight=False, soft_wrap=True)
+    console.print(f"[green]bundle written:[/] {escape(str(report.path))}", highlight=False, soft_wrap=True)
 
 
 def files_table(report):
@@ -112,9 +114,10 @@ def files_table(report):
 
 
 def parity_table(parity: dict):
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"parity on {parity['sentences']} sentences ({parity['source']}, into {parity['target_lang']}); "
+    table = Table(title=f"parity on {parity['sentences']} sentences ({escape(str(parity['source']))}, into {parity['target_lang']}); "
                         f"PyTorch BLEU {fmt(parity['pytorch_bleu'])}",
                   caption="same: outputs equal to PyTorch's, token for token; (N real): N differ beyond a near-tie. "
                           "fp32 must have none; int8 and fp16 are measured, not required.", caption_justify="left")

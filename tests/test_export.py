@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import pytest
 import sentencepiece as spm
 import torch
 from click.testing import CliRunner
+from rich.console import Console
 
 from conftest import ENGLISH, GERMAN, PAIRS
 from mtkit.export import ExportError, ParityError, default_output, export_bundle
@@ -24,6 +26,7 @@ from mtkit.export import api as export_api
 from mtkit.export import graphs as export_graphs_module
 from mtkit.export.bundle import check_target, check_tokenizer
 from mtkit.export.cli import main as cli_main
+from mtkit.export.cli import parity_table
 from mtkit.runtime import bundle_format as bf
 from mtkit.runtime import onnx_backend
 from mtkit.runtime.bundle_format import BundleConfig, BundleError
@@ -411,10 +414,10 @@ def invoke(*args):
 
 
 def test_cli_writes_a_bundle_and_a_summary(fixture_checkpoint, tmp_path):
-    plain = tmp_path / "parity.txt"          # sources only: parity without references, so no BLEU
+    plain = tmp_path / "parity[i].txt"       # sources only: parity without references, so no BLEU
     plain.write_text("".join(f"{de}\n" for de in GERMAN[:3]), encoding="utf-8")
-    out = tmp_path / "cli-bundle"
-    out.mkdir()                              # an empty directory is taken without --force
+    out = tmp_path / "cli-[b]bundle[" / "x]"  # rich markup in a path is shown as written (it had ended in MarkupError)
+    out.mkdir(parents=True)                  # an empty directory is taken without --force
     result = invoke(fixture_checkpoint, "-o", out, "--quantize", "int8", "--parity-data", plain)
     assert result.exit_code == 0, result.output
     config = BundleConfig.load(out)
@@ -422,8 +425,11 @@ def test_cli_writes_a_bundle_and_a_summary(fixture_checkpoint, tmp_path):
     report = json.loads((out / bf.PARITY_FILE).read_text())
     assert report["sentences"] == 3 and report["references"] is False
     assert report["variants"]["fp32"]["bleu"] is None and report["variants"]["fp32"]["greedy_differences"] == []
-    for text in ("decoder.int8.onnx", "greedy same", "BLEU", "bundle written"):
+    for text in ("decoder.int8.onnx", "greedy same", "BLEU", f"bundle written: {out}"):
         assert text in result.output
+    shown = Console(file=io.StringIO(), width=1000)
+    shown.print(parity_table(report))
+    assert f"({plain}, into en)" in shown.file.getvalue()
 
 
 def test_cli_errors_are_messages_not_tracebacks(fixture_checkpoint, fixture_bundle, tmp_path):
