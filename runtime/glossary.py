@@ -30,6 +30,10 @@ from .errors import TranslationError
 class GlossaryError(TranslationError):
     """An unreadable or malformed glossary; the message names the file and line."""
 
+    def __init__(self, message: str, entry: int | None = None):
+        super().__init__(message)
+        self.entry = entry          # the number (from 0) of the pair at fault, for `read` to name its line
+
 
 @dataclass(frozen=True)
 class Terms:
@@ -81,9 +85,9 @@ class Glossary:
             if not a or not b:
                 raise GlossaryError(f"glossary entry ({a!r}, {b!r}): a term and its translation must not be empty")
         seen: dict[str, str] = {}
-        for a, b in entries:
+        for i, (a, b) in enumerate(entries):
             if seen.setdefault(a.lower(), b) != b:
-                raise GlossaryError(f"glossary: {a!r} is given two translations, {seen[a.lower()]!r} and {b!r}")
+                raise GlossaryError(f"glossary: {a!r} is given two translations, {seen[a.lower()]!r} and {b!r}", i)
         return cls(source.lower(), target.lower(), entries)
 
     @classmethod
@@ -107,7 +111,9 @@ class Glossary:
         try:
             return cls.from_pairs(source.strip(), target.strip(), pairs)
         except GlossaryError as e:
-            raise GlossaryError(f"{path}: {e}") from None
+            if e.entry is None:
+                raise GlossaryError(f"{path}: {e}") from None
+            raise GlossaryError(f"{path}, line {rows[e.entry + 1][0]}: {str(e).removeprefix('glossary: ')}") from None
 
     def check_model(self, translator) -> None:
         """A GlossaryError unless `translator`'s model translates between the glossary's two languages,

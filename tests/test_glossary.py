@@ -31,7 +31,7 @@ def test_read_skips_comments_and_blank_lines(tmp_path):
     ("de\ten\nDatei file\n", "line 2: expected a term and its translation"),
     ("de\ten\nDatei\tfile\tx\n", "line 2: expected a term and its translation"),
     ("de\ten\n\nDatei\t \n", "line 3: expected a term and its translation"),
-    ("de\ten\nDatei\tfile\ndatei\trecord\n", "'datei' is given two translations, 'file' and 'record'"),
+    ("de\ten\nDatei\tfile\n\ndatei\trecord\n", "line 4: 'datei' is given two translations, 'file' and 'record'"),
     ("de\tde\nDatei\tDatei\n", "two different languages"),
 ])
 def test_a_malformed_file_names_its_line(tmp_path, text, message):
