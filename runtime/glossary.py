@@ -37,13 +37,13 @@ class GlossaryError(TranslationError):
 
 @dataclass(frozen=True)
 class Terms:
-    """A glossary's terms for one direction: each source term (lower-cased) and its translation."""
+    """A glossary's terms for one direction: each source term (its `key`) and its translation."""
 
-    translations: dict[str, str]
+    translations: dict[str, str]       # keyed by `key`
     pattern: re.Pattern = field(init=False, repr=False)
 
     def __post_init__(self):
-        alternatives = "|".join(re.escape(t) for t in sorted(self.translations, key=len, reverse=True))
+        alternatives = "|".join(spaced(t) for t in sorted(self.translations, key=len, reverse=True))
         object.__setattr__(self, "pattern", re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE))
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
@@ -51,13 +51,25 @@ class Terms:
         return [(m.start(), m.end(), self.translation(m.group())) for m in self.pattern.finditer(text)]
 
     def translation(self, found: str) -> str:
-        """The translation of `found`, a match of the pattern: by its lower case, or else by the term that
+        """The translation of `found`, a match of the pattern: by its `key`, or else by the term that
         matches it. IGNORECASE also matches letters whose lower cases differ (Greek mu for the micro sign
         in "µm", "S" for the long s in "ſtraße"); it compares letter by letter, so the term is as long."""
-        if (translation := self.translations.get(found.lower())) is not None:
+        if (translation := self.translations.get(key(found))) is not None:
             return translation
+        letters = len("".join(found.split()))
         return next(translation for term, translation in self.translations.items()
-                    if len(term) == len(found) and re.fullmatch(re.escape(term), found, re.IGNORECASE))
+                    if len(term) - term.count(" ") == letters and re.fullmatch(spaced(term), found, re.IGNORECASE))
+
+
+def key(term: str) -> str:
+    """A term as the glossary looks it up: lower-cased, its words parted by one space."""
+    return " ".join(term.split()).lower()
+
+
+def spaced(term: str) -> str:
+    """A pattern for `term` (a `key`) whose words any spaces part: a no-break space, two spaces, a line
+    break of a wrapped paragraph."""
+    return r"\s+".join(re.escape(word) for word in term.split(" "))
 
 
 @dataclass(frozen=True)
@@ -86,8 +98,8 @@ class Glossary:
                 raise GlossaryError(f"glossary entry ({a!r}, {b!r}): a term and its translation must not be empty")
         seen: dict[str, str] = {}
         for i, (a, b) in enumerate(entries):
-            if seen.setdefault(a.lower(), b) != b:
-                raise GlossaryError(f"glossary: {a!r} is given two translations, {seen[a.lower()]!r} and {b!r}", i)
+            if seen.setdefault(key(a), b) != b:
+                raise GlossaryError(f"glossary: {a!r} is given two translations, {seen[key(a)]!r} and {b!r}", i)
         return cls(source.lower(), target.lower(), entries)
 
     @classmethod
@@ -145,5 +157,5 @@ class Glossary:
 def _terms(pairs) -> Terms | None:
     translations: dict[str, str] = {}
     for a, b in pairs:
-        translations.setdefault(a.lower(), b)
+        translations.setdefault(key(a), b)
     return Terms(translations) if translations else None

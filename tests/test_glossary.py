@@ -213,3 +213,14 @@ def test_a_placeholder_is_no_word_of_the_text_in_any_case():
     terms = Glossary.from_pairs("de", "en", [("Datei", "file")]).terms("de", "en")
     masked = mask("tom und peter öffnen die Datei", lambda c: False, terms=terms)
     assert masked.spans[0].placeholder == "Anna"
+
+
+def test_a_term_of_several_words_matches_whatever_spaces_part_them():
+    """A name written with a no-break space (Word, HTML's &nbsp;), two spaces, or a line break in a
+    wrapped paragraph is the same term: "Dynamics\\u00a0365 Finance" was left to the model."""
+    terms = Glossary.from_pairs("de", "en", [("Dynamics 365  Finance", "D365 Finance"),
+                                             ("Dynamics 365", "D365")]).terms("de", "en")
+    text = "Dynamics\u00a0365 Finance, Dynamics  365\nFinance und dynamics 365"
+    assert [(text[a:b], t) for a, b, t in terms.find(text)] == [
+        ("Dynamics\u00a0365 Finance", "D365 Finance"), ("Dynamics  365\nFinance", "D365 Finance"),
+        ("dynamics 365", "D365")]
