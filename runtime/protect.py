@@ -227,15 +227,20 @@ def overlap_test(spans: list[tuple]) -> Callable[[int, int], bool]:
 
 def runs_of_spans(text: str, found: list[tuple]) -> list[tuple]:
     """Protected spans (start, end, replace, term) with those next to each other (only spaces, commas or
-    semicolons between: a list of URLs or addresses) as one, which one placeholder stands for: fewer
-    names for the model to keep in order, and none run out."""
+    semicolons between: a list of URLs or addresses, or of glossary terms, a menu's words) as one, which
+    one placeholder stands for: fewer names for the model to keep in order, and none run out. A list of
+    terms stands for their translations with what parts them in the text."""
     merged: list[tuple] = []
     for span in found:
-        if (merged and span[2] and span[3] is None and merged[-1][2] and merged[-1][3] is None
-                and LIST_GAP.fullmatch(text[merged[-1][1]:span[0]])):
-            merged[-1] = (merged[-1][0], span[1], True, None)
-        else:
-            merged.append(span)
+        last = merged[-1] if merged else None
+        if last and span[2] and last[2] and LIST_GAP.fullmatch(gap := text[last[1]:span[0]]):
+            if span[3] is None and last[3] is None:
+                merged[-1] = (last[0], span[1], True, None)
+                continue
+            if span[3] is not None and last[3] is not None:
+                merged[-1] = (last[0], span[1], True, last[3] + gap + span[3])
+                continue
+        merged.append(span)
     return merged
 
 

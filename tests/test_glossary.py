@@ -224,3 +224,18 @@ def test_a_term_of_several_words_matches_whatever_spaces_part_them():
     assert [(text[a:b], t) for a, b, t in terms.find(text)] == [
         ("Dynamics\u00a0365 Finance", "D365 Finance"), ("Dynamics  365\nFinance", "D365 Finance"),
         ("dynamics 365", "D365")]
+
+
+def test_a_list_of_terms_stands_behind_one_placeholder():
+    """A menu's words in a row: 16 placeholder names ran out at the 17th term, which went to the model
+    ("Importieren und Teilen" came out "Importing and parts" with Import and Share in the glossary)."""
+    menu = ["Öffnen", "Speichern", "Drucken", "Löschen", "Kopieren", "Einfügen", "Suchen", "Ersetzen", "Schließen",
+            "Beenden", "Rückgängig", "Wiederholen", "Ausschneiden", "Markieren", "Exportieren", "Importieren", "Teilen"]
+    english = ["Open", "Save", "Print", "Delete", "Copy", "Paste", "Find", "Replace", "Close", "Exit", "Undo", "Redo",
+               "Cut", "Select", "Export", "Import", "Share"]
+    terms = Glossary.from_pairs("de", "en", [*zip(menu, english), ("Datei", "File")]).terms("de", "en")
+    masked = mask(f"Das Menü Datei enthält {', '.join(menu[:-1])} und {menu[-1]}.", lambda c: False, terms=terms)
+    assert [s.original for s in masked.spans] == ["File", ", ".join(english[:-1]), "Share"]
+    file, listed, share = (s.placeholder for s in masked.spans)
+    assert unmask(f"The {file} menu contains {listed} and {share}.", masked.spans) == (
+        f"The File menu contains {', '.join(english[:-1])} and Share.")
