@@ -69,7 +69,15 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
     if from_lang is None:
         raise click.UsageError(f"give --from: the name of {source_file} does not end in one of the model's source "
                                f"languages ({', '.join('.' + lang for lang in translator.source_languages)})")
-    to = to or suffix_language(ref_file, translator.languages) or translator.target_from(from_lang)
+    # The reference's suffix is read among all the model's languages, so that a de->en model given test.de as
+    # the reference says so, instead of scoring English against German.
+    if to is None and (named := suffix_language(ref_file, sorted({*translator.languages, *translator.source_languages}))):
+        if translator.directions and from_lang in translator.source_languages and (from_lang, named) not in translator.directions:
+            raise click.UsageError(f"the name of {ref_file} says it is in {named}, which this model does not translate "
+                                   f"{from_lang} into ({', '.join(f'{a}->{b}' for a, b in translator.directions)}); "
+                                   f"give the reference in the target language, or --to")
+        to = named
+    to = to or translator.target_from(from_lang)
     return source_file, ref_file, to, from_lang
 
 

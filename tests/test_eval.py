@@ -334,3 +334,25 @@ def test_warnings_are_a_line_each_and_few(capsys, fixture_bundle, tmp_path):
     assert "LongInputWarning" not in err and all(line.startswith("mt-eval: warning: ") for line in lines), err
     assert [line.split(":")[2] for line in lines[:5]] == [f" line {n}" for n in range(1, 6)]
     assert lines[5:] == [f"mt-eval: warning: {8 - 5} more warnings"]
+
+
+def test_a_reference_named_in_a_language_the_model_cannot_translate_into_is_refused(capsys, fixture_bundle, tmp_path):
+    """With a de->en model, `-r test.de` (the German side given by mistake) was not read as German, since
+    the suffix was looked up among the model's targets only: English output was scored against German."""
+    import shutil
+
+    from mtkit.runtime import checksums
+    from mtkit.runtime.bundle_format import BundleConfig
+
+    one_way = Path(shutil.copytree(fixture_bundle, tmp_path / "one-way"))
+    config = BundleConfig.load(one_way)
+    config.directions = [["de", "en"]]
+    config.save(one_way)
+    checksums.record(one_way)
+    code, out, err = cli(capsys, "-m", str(one_way), "-s", str(FIXTURES / "dev.de"), "-r", str(FIXTURES / "dev.de"),
+                         "--greedy", "--limit", "2")
+    assert code == 2 and out == ""
+    assert f"the name of {FIXTURES / 'dev.de'} says it is in de, which this model does not translate de into" in err
+    code, out, err = cli(capsys, "-m", str(one_way), "-s", str(FIXTURES / "dev.de"), "-r", str(FIXTURES / "dev.en"),
+                         "--greedy", "--limit", "2")
+    assert code == 0 and "de->en" in out, err
