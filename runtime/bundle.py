@@ -31,9 +31,14 @@ def is_bundle_dir(path: Path) -> bool:
 
 
 def check_bundle_dir(path: Path) -> None:
-    """Raise BundleError unless the directory `path` holds a config.json."""
-    if not is_bundle_dir(path):
-        raise BundleError(f"{path / bf.CONFIG_FILE}: missing; is {path} a model bundle written by mt-export?")
+    """Raise BundleError unless the directory `path` holds a config.json; for a training run's directory,
+    one that says to export its checkpoint."""
+    if is_bundle_dir(path):
+        return
+    if checkpoints := [p for p in (path / "final.pt", path / "checkpoints" / "last.pt") if p.is_file()]:
+        raise BundleError(f"{path}: a training run's directory, not a bundle; export its checkpoint with mt-export "
+                          f"first, e.g. mt-export {checkpoints[0]} (mt-eval can score a checkpoint directly)")
+    raise BundleError(f"{path / bf.CONFIG_FILE}: missing; is {path} a model bundle written by mt-export?")
 
 
 def archive_stem(name: str) -> str:

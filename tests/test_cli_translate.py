@@ -595,3 +595,18 @@ def test_an_input_fifo_is_read_once(capsys, monkeypatch, tmp_path):
     code, out, _ = cli(capsys, monkeypatch, "--beam-size", "1", "--from", "de", "-i", str(fifo))
     writer.join()
     assert code == 0 and out == f"{ENGLISH[0]}\r\n\n{ENGLISH[1]}\n"
+
+
+def test_a_training_runs_directory_says_to_export_its_checkpoint(capsys, monkeypatch, tmp_path):
+    """-m runs/NAME (the run's directory, as other toolkits take a model directory) said only
+    'config.json: missing; is runs/NAME a model bundle written by mt-export?'."""
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "checkpoints" / "last.pt").write_bytes(b"")
+    code, _, err = cli(capsys, monkeypatch, "-m", str(run_dir), "Hallo")
+    assert code == 1 and err == (f"mt-translate: error: {run_dir}: a training run's directory, not a bundle; export "
+                                 f"its checkpoint with mt-export first, e.g. mt-export {run_dir / 'checkpoints' / 'last.pt'} "
+                                 f"(mt-eval can score a checkpoint directly)\n")
+    (run_dir / "final.pt").write_bytes(b"")
+    code, _, err = cli(capsys, monkeypatch, "-m", str(run_dir), "Hallo")
+    assert code == 1 and f"e.g. mt-export {run_dir / 'final.pt'} (mt-eval" in err
