@@ -1,9 +1,9 @@
 """A glossary: terms that must be translated one way (a product's names, its UI words), for
 `translate(..., glossary=...)` and `mt-translate --glossary FILE`.
 
-A term found in a sentence (whole words, any case) stands behind a placeholder name while the model
-translates, as a URL does (runtime/protect.py), and the glossary's translation takes the name's
-place. One glossary serves both directions of a model: a German-English one also gives the German
+A term found in a sentence (whole words, its capitals as capitals: `pattern_of`) stands behind a
+placeholder name while the model translates, as a URL does (runtime/protect.py), and the glossary's
+translation takes the name's place. One glossary serves both directions of a model: a German-English one also gives the German
 term for the English one. The model never sees the term, so it cannot inflect around it: "Der Datei"
 can come out of a placeholder where German wants "Die Datei".
 
@@ -18,6 +18,7 @@ translation per line; blank lines and lines starting with "#" are skipped.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -37,14 +38,16 @@ class GlossaryError(TranslationError):
 
 @dataclass(frozen=True)
 class Terms:
-    """A glossary's terms for one direction: each source term (its `key`) and its translation."""
+    """A glossary's terms for one direction: each source term's translation (by its `key`), and the
+    terms as written, whose capitals the text must have."""
 
-    translations: dict[str, str]       # keyed by `key`
+    translations: dict[str, str]
+    written: tuple[str, ...]
     pattern: re.Pattern = field(init=False, repr=False)
 
     def __post_init__(self):
-        alternatives = "|".join(spaced(t) for t in sorted(self.translations, key=len, reverse=True))
-        object.__setattr__(self, "pattern", re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE))
+        alternatives = "|".join(pattern_of(t) for t in sorted(self.written, key=len, reverse=True))
+        object.__setattr__(self, "pattern", re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)"))
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """(start, end, translation) of each term in `text`, longest first where terms overlap."""
@@ -52,13 +55,13 @@ class Terms:
 
     def translation(self, found: str) -> str:
         """The translation of `found`, a match of the pattern: by its `key`, or else by the term that
-        matches it. IGNORECASE also matches letters whose lower cases differ (Greek mu for the micro sign
+        matches it. Either case also matches letters whose lower cases differ (Greek mu for the micro sign
         in "µm", "S" for the long s in "ſtraße"); it compares letter by letter, so the term is as long."""
         if (translation := self.translations.get(key(found))) is not None:
             return translation
         letters = len("".join(found.split()))
         return next(translation for term, translation in self.translations.items()
-                    if len(term) - term.count(" ") == letters and re.fullmatch(spaced(term), found, re.IGNORECASE))
+                    if len(term) - term.count(" ") == letters and re.fullmatch(pattern_of(term), found))
 
 
 def key(term: str) -> str:
@@ -66,10 +69,15 @@ def key(term: str) -> str:
     return " ".join(term.split()).lower()
 
 
-def spaced(term: str) -> str:
-    """A pattern for `term` (a `key`) whose words any spaces part: a no-break space, two spaces, a line
-    break of a wrapped paragraph."""
-    return r"\s+".join(re.escape(word) for word in term.split(" "))
+def pattern_of(term: str) -> str:
+    """A pattern for `term`: its capitals as capitals, its other letters in either case ("Speichern", the
+    button, finds "SPEICHERN" but not the verb "speichern"; "file" finds "File"), as memoQ's
+    "permissive" case does; its words parted by any spaces (a no-break space, two spaces, a line break
+    of a wrapped paragraph)."""
+    def word(w: str) -> str:
+        return "".join(re.escape(run) if upper else f"(?i:{re.escape(run)})"
+                       for upper, run in ((upper, "".join(run)) for upper, run in itertools.groupby(w, str.isupper)))
+    return r"\s+".join(word(w) for w in term.split())
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,8 @@ class Glossary:
 
 def _terms(pairs) -> Terms | None:
     translations: dict[str, str] = {}
+    written: dict[str, None] = {}
     for a, b in pairs:
         translations.setdefault(key(a), b)
-    return Terms(translations) if translations else None
+        written[" ".join(a.split())] = None
+    return Terms(translations, tuple(written)) if translations else None

@@ -54,13 +54,13 @@ def test_from_pairs_takes_a_dict_and_refuses_what_is_not_a_pair():
             Glossary.from_pairs("de", "en", pairs)
 
 
-def test_terms_are_whole_words_in_any_case_longest_first():
+def test_terms_are_whole_words_longest_first():
     g = Glossary.from_pairs("de", "en", [("Datei", "file"), ("Cloud Sync", "CloudSync"), ("Cloud Sync Server", "CSS"),
                                          ("C++", "C++")])
     terms = g.terms("de", "en")
-    text = "Dateien, Datei. DATEI cloud sync server und Cloud Sync mit C++"
+    text = "Dateien, Datei. DATEI CLOUD SYNC SERVER und Cloud Sync mit C++"
     assert [(text[a:b], t) for a, b, t in terms.find(text)] == [
-        ("Datei", "file"), ("DATEI", "file"), ("cloud sync server", "CSS"), ("Cloud Sync", "CloudSync"), ("C++", "C++")]
+        ("Datei", "file"), ("DATEI", "file"), ("CLOUD SYNC SERVER", "CSS"), ("Cloud Sync", "CloudSync"), ("C++", "C++")]
 
 
 def test_a_term_written_decomposed_matches_the_composed_text():
@@ -220,10 +220,10 @@ def test_a_term_of_several_words_matches_whatever_spaces_part_them():
     wrapped paragraph is the same term: "Dynamics\\u00a0365 Finance" was left to the model."""
     terms = Glossary.from_pairs("de", "en", [("Dynamics 365  Finance", "D365 Finance"),
                                              ("Dynamics 365", "D365")]).terms("de", "en")
-    text = "Dynamics\u00a0365 Finance, Dynamics  365\nFinance und dynamics 365"
+    text = "Dynamics\u00a0365 Finance, Dynamics  365\nFinance und DYNAMICS 365"
     assert [(text[a:b], t) for a, b, t in terms.find(text)] == [
         ("Dynamics\u00a0365 Finance", "D365 Finance"), ("Dynamics  365\nFinance", "D365 Finance"),
-        ("dynamics 365", "D365")]
+        ("DYNAMICS 365", "D365")]
 
 
 def test_a_list_of_terms_stands_behind_one_placeholder():
@@ -239,3 +239,16 @@ def test_a_list_of_terms_stands_behind_one_placeholder():
     file, listed, share = (s.placeholder for s in masked.spans)
     assert unmask(f"The {file} menu contains {listed} and {share}.", masked.spans) == (
         f"The File menu contains {', '.join(english[:-1])} and Share.")
+
+
+def test_a_capital_of_the_term_must_be_a_capital_in_the_text():
+    """A UI word is often a verb's or a noun's homograph: with "Speichern" -> "Save" (the button), "Klicken
+    Sie auf Speichern, um die Datei zu speichern." came out "Click Save to see the Settings at Save."
+    The term's capitals must be capitals in the text (memoQ's "permissive" case); its other letters may be
+    either, so a lower-case term opens a sentence and any term is found in capitals."""
+    g = Glossary.from_pairs("de", "en", [("Speichern", "Save"), ("Datei", "file"), ("iPhone", "iPhone")])
+    text = "Speichern, um die Datei zu speichern. DATEI SPEICHERN, iphone und iPhone"
+    assert [text[a:b] for a, b, _ in g.terms("de", "en").find(text)] == [
+        "Speichern", "Datei", "DATEI", "SPEICHERN", "iPhone"]
+    text = "Save the File to save the file; SAVE"
+    assert [text[a:b] for a, b, _ in g.terms("en", "de").find(text)] == ["Save", "File", "file", "SAVE"]
