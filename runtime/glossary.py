@@ -44,14 +44,23 @@ class Terms:
     translations: dict[str, str]
     written: tuple[str, ...]
     pattern: re.Pattern = field(init=False, repr=False)
+    capitals: frozenset[str] = field(init=False, repr=False)       # the keys of terms written in capitals
 
     def __post_init__(self):
+        object.__setattr__(self, "capitals", frozenset(key(t) for t in self.written if in_capitals(t)))
         alternatives = "|".join(pattern_of(t) for t in sorted(self.written, key=len, reverse=True))
         object.__setattr__(self, "pattern", re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)"))
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
-        """(start, end, translation) of each term in `text`, longest first where terms overlap."""
-        return [(m.start(), m.end(), self.translation(m.group())) for m in self.pattern.finditer(text)]
+        """(start, end, translation) of each term in `text`, longest first where terms overlap; a term the
+        text writes in capitals, and the glossary does not, is translated in capitals ("SPEICHERN" -> "SAVE")."""
+        found = []
+        for m in self.pattern.finditer(text):
+            translation = self.translation(m.group())
+            if in_capitals(m.group()) and key(m.group()) not in self.capitals:
+                translation = translation.upper()
+            found.append((m.start(), m.end(), translation))
+        return found
 
     def translation(self, found: str) -> str:
         """The translation of `found`, a match of the pattern: by its `key`, or else by the term that
@@ -62,6 +71,11 @@ class Terms:
         letters = len("".join(found.split()))
         return next(translation for term, translation in self.translations.items()
                     if len(term) - term.count(" ") == letters and re.fullmatch(pattern_of(term), found))
+
+
+def in_capitals(text: str) -> bool:
+    """Two letters or more, all capitals ("SPEICHERN", not "A" nor "iPhone")."""
+    return text.isupper() and sum(c.isalpha() for c in text) > 1
 
 
 def key(term: str) -> str:

@@ -60,7 +60,7 @@ def test_terms_are_whole_words_longest_first():
     terms = g.terms("de", "en")
     text = "Dateien, Datei. DATEI CLOUD SYNC SERVER und Cloud Sync mit C++"
     assert [(text[a:b], t) for a, b, t in terms.find(text)] == [
-        ("Datei", "file"), ("DATEI", "file"), ("CLOUD SYNC SERVER", "CSS"), ("Cloud Sync", "CloudSync"), ("C++", "C++")]
+        ("Datei", "file"), ("DATEI", "FILE"), ("CLOUD SYNC SERVER", "CSS"), ("Cloud Sync", "CloudSync"), ("C++", "C++")]
 
 
 def test_a_term_written_decomposed_matches_the_composed_text():
@@ -147,7 +147,7 @@ def test_a_term_is_found_whatever_case_the_text_matches_it_in():
                                 ).terms("de", "en")
     text = "Die Dicke beträgt 5 μm. Die Straße, die DATEI."
     assert [(text[a:b], t) for a, b, t in terms.find(text)] == [("μm", "micrometre"), ("Straße", "street"),
-                                                                ("DATEI", "file")]
+                                                                ("DATEI", "FILE")]
     # Both spellings given: each finds its own entry.
     both = Glossary.from_pairs("de", "en", [("µm", "micro sign"), ("μm", "Greek mu")]).terms("de", "en")
     assert [t for _, _, t in both.find("µm μm")] == ["micro sign", "Greek mu"]
@@ -252,3 +252,11 @@ def test_a_capital_of_the_term_must_be_a_capital_in_the_text():
         "Speichern", "Datei", "DATEI", "SPEICHERN", "iPhone"]
     text = "Save the File to save the file; SAVE"
     assert [text[a:b] for a, b, _ in g.terms("en", "de").find(text)] == ["Save", "File", "file", "SAVE"]
+
+
+def test_a_term_written_in_capitals_comes_out_in_capitals():
+    """"SAVE THE FILE" into German gave "Speichern HAT DIE DATEI": a term the text writes in capitals (a
+    heading, a button's label) is translated in capitals, unless the glossary writes it so itself."""
+    g = Glossary.from_pairs("de", "en", [("Speichern", "Save"), ("Datei", "file"), ("IT", "IT department")])
+    text = "SPEICHERN, DATEI, Datei, IT"
+    assert [t for _, _, t in g.terms("de", "en").find(text)] == ["SAVE", "FILE", "file", "IT department"]
