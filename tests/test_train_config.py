@@ -38,7 +38,10 @@ def load(tmp_path: Path, text: str, overrides=()) -> RunConfig:
     (BASE.replace('tgt = "en"', 'tgt = "en"\nrepeat = 0'), r"data.train\[0\].repeat must be > 0, not 0"),
     (BASE + '[optimizer]\nlr = 1e-3\n', r"unknown top-level key\(s\) or section\(s\): optimizer \(did you mean optim\?\)"),
     ('nmae = "x"\n' + BASE, r"unknown top-level key\(s\) or section\(s\): nmae \(did you mean name\?\)"),
-    (BASE + '[optim]\nwarmup = 10\n', r"unknown key\(s\) in \[optim\]: warmup \(did you mean warmup_steps\?\)"),
+    (BASE + '[optim]\nwarmup = 10\n', r"unknown key\(s\) in \[optim\]: warmup \(did you mean warmup_steps\?\)$"),
+    # No close match: the section's keys are listed, as a researcher would otherwise look them up in the code
+    (BASE + '[optim]\nlrate = 10\n', r"unknown key\(s\) in \[optim\]: lrate; \[optim\] takes: max_tokens, .*\blr\b.*, seed$"),
+    ('frobnicate = 1\n' + BASE, r"unknown top-level key\(s\) or section\(s\): frobnicate; the top level takes: name, .*, languages"),
     (BASE + '[optim]\nprecision = "fp8"\n', r"\[optim\] precision must be"),
     # Values that used to pass and fail later, in torch, SentencePiece or the data encoding:
     (BASE + '[optim]\nlr = nan\n', r"optim.lr must be a finite number, not nan"),

@@ -223,7 +223,9 @@ class RunConfig:
             unknown = sorted(set(values) - set(known))
             if unknown:
                 place = f"key(s) in [{where}]" if where else "top-level key(s) or section(s)"
-                raise DataError(f"{src}: unknown {place}: {', '.join(typo(k, known) for k in unknown)}")
+                listed = "" if all(typo(k, known) != k for k in unknown) else \
+                    f"; {f'[{where}]' if where else 'the top level'} takes: {', '.join(k for k in known if k != 'path')}"
+                raise DataError(f"{src}: unknown {place}: {', '.join(typo(k, known) for k in unknown)}{listed}")
             for f in fields(klass):
                 if f.name not in values and f.default is MISSING and f.default_factory is MISSING:
                     raise DataError(f"{src}: missing key {dotted(f.name)}")
