@@ -466,3 +466,17 @@ def test_log_lines_on_a_terminal_are_shown_as_written(tmp_path):
     trainer.log("dev: 10 pairs held out of the training data ([data] holdout); /runs/a[/x]/last.pt")
     assert "([data] holdout); /runs/a[/x]/last.pt" in shown.getvalue()
     assert "trainer.py" not in shown.getvalue()
+
+
+def test_cli_names_the_final_checkpoint_as_written(tmp_path, capsys):
+    """'done: <final.pt>' went through rich's markup: after a whole run into a directory holding '[/x]' the
+    command ended with exit 1 and a MarkupError traceback, and '[b]' vanished from the path shown."""
+    import tomli_w
+
+    from mtkit.train.cli import main
+
+    (tmp_path / "tiny.toml").write_text(tomli_w.dumps(tiny_run_dict(tmp_path / "ignored", epochs=1)))
+    out = tmp_path / "run[b]" / "[/x]"
+    code, _, err = invoke(main, [str(tmp_path / "tiny.toml"), "--output-dir", str(out)], capsys)
+    assert code == 0, err
+    assert f"done: {out / 'final.pt'} (dev BLEU " in err

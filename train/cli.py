@@ -90,7 +90,8 @@ def main(config, resume, init_from, output_dir, max_steps, epochs, overrides):
                       f"{escape(str(trainer.checkpoint_dir / 'last.pt'))}; continue with: {escape(again)}",
                       soft_wrap=True)
     if summary.get("final_checkpoint"):
-        console.print(f"done: {summary['final_checkpoint']} (dev BLEU {summary['final_dev_bleu']:.2f})", soft_wrap=True)
+        console.print(f"done: {escape(summary['final_checkpoint'])} (dev BLEU {summary['final_dev_bleu']:.2f})",
+                      soft_wrap=True)
 
 
 if __name__ == "__main__":
