@@ -56,7 +56,7 @@ def translate_po(translator, document: str, to=None, options=None, *, from_lang:
         else:
             e.msgstr = translated[e.msgid]
         e.flags.insert(0, FUZZY)                 # first, as msgmerge writes it
-    if not catalog.metadata.get("Language"):
+    if header_language(catalog) != to:          # none, or another's (a catalog copied from another language)
         catalog.metadata["Language"] = to
     if "Content-Type" in catalog.metadata:      # written in UTF-8: a Latin-1 label would garble its letters
         catalog.metadata["Content-Type"] = re.sub(r"charset=[\w.:-]+", "charset=UTF-8", catalog.metadata["Content-Type"])
@@ -65,9 +65,14 @@ def translate_po(translator, document: str, to=None, options=None, *, from_lang:
 
 
 def catalog_language(catalog, translator) -> str | None:
-    """The catalog's Language ("de", "de_DE" -> "de") if the model translates into it, else None."""
-    language = catalog.metadata.get("Language", "").replace("-", "_").split("_")[0].lower()
+    """The catalog's Language if the model translates into it, else None."""
+    language = header_language(catalog)
     return language if language in translator.languages else None
+
+
+def header_language(catalog) -> str:
+    """The language the header's Language names ("de", "de_DE" -> "de"; none: "")."""
+    return catalog.metadata.get("Language", "").replace("-", "_").split("_")[0].lower()
 
 
 def plural_count(catalog) -> int:

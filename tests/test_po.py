@@ -73,6 +73,11 @@ def test_the_target_is_the_catalogs_language_or_must_be_given(fixture_translator
         fixture_translator.translate_po(template, **GREEDY)
     german = polib.pofile(fixture_translator.translate_po(template, to="de", **GREEDY))
     assert german.metadata["Language"] == "de" and german[0].msgstr == GERMAN[0]
+    # A catalog copied from another language's keeps its header: the Language said "en" over German text
+    copied = polib.pofile(fixture_translator.translate_po(catalog(entry(ENGLISH[0]), language="en"), to="de", **GREEDY))
+    assert copied.metadata["Language"] == "de" and copied[0].msgstr == GERMAN[0]
+    regional = polib.pofile(fixture_translator.translate_po(catalog(entry(ENGLISH[0]), language="de_AT"), **GREEDY))
+    assert regional.metadata["Language"] == "de_AT" and regional[0].msgstr == GERMAN[0]     # its own, kept
 
 
 @pytest.mark.parametrize("document", ["", "\n"])
