@@ -35,7 +35,7 @@ VARIANT = click.option("--variant", type=click.Choice(VARIANTS), default="auto",
                        help="Graph precision: auto = int8 on the CPU, fp16 on CUDA, if the bundle has them; "
                             "else fp32.")
 THREADS = click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=None, metavar="N",
-                       help="ONNX Runtime's intra-op threads, shared by the int8 graphs' parallel batches (default: its choice).")
+                       help="ONNX Runtime's intra-op threads, shared by the int8 graphs' parallel batches (default: its choice, at most the CPUs this process may use).")
 MAX_BATCH_TOKENS = click.option(
     "--max-batch-tokens", type=click.IntRange(min=1), default=None, metavar="N",
     help=f"Padded source tokens decoded at once: fewer use less memory, more can be faster (default: "

@@ -461,6 +461,25 @@ def test_low_latency_puts_the_int8_decoder_on_two_cores(fixture_bundle, monkeypa
 
 
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_default_threads_stay_within_a_narrowed_cpu_mask(fixture_bundle, monkeypatch, variant):
+    """On one CPU of a larger machine (taskset -c 0, docker --cpuset-cpus=0) the default is one thread
+    a session: ONNX Runtime's own default counts the machine's cores, not the mask, and put two threads
+    on the one CPU. Given threads, and on a mask of every CPU, the sessions keep what they had."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    one_cpu = Translator(fixture_bundle, variant=variant)
+    assert one_cpu.parallel_batches == 1
+    for session in (one_cpu.backend.encoder, one_cpu.backend.decoder):
+        assert session.get_session_options().intra_op_num_threads == 1
+    assert [t.text for t in one_cpu.translate(GERMAN, beam_size=1, from_lang="de")] == ENGLISH
+    given = Translator(fixture_bundle, variant=variant, threads=3, parallel_batches=1)
+    assert given.backend.encoder.get_session_options().intra_op_num_threads == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    whole = Translator(fixture_bundle, variant=variant, parallel_batches=1)
+    assert whole.backend.encoder.get_session_options().intra_op_num_threads == 0     # ORT's default
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
 def test_parallel_batches_give_the_same_translations(fixture_bundle, variant):
     """Batches decoded at once in threads: the same texts and scores as one batch at a time, in input
     order, and more than one batch really was decoding at the same time."""
