@@ -123,3 +123,47 @@ def test_the_cache_key_names_this_cpu():
     signature = cpu_signature()
     assert ("model name" in signature or "CPU part" in signature) and ("flags" in signature or "Features" in signature)
     assert sum(part.startswith(("flags", "Features")) for part in signature.split(" | ")) == 1   # one CPU's
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs (root only: skipped elsewhere), unmounted after the test."""
+    import os
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+                                           capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_full_cache_disk_is_not_written_to_again_until_it_has_room(fixture_bundle, small_disk, monkeypatch):
+    """A cache on a full disk: ONNX Runtime fails to save its optimized copy and the graph is optimized
+    again without saving, leaving nothing behind. Each later load did both again (on the shipped model
+    25% more start-up and 45 MB more peak RSS, every run); now a load skips the cache while the disk has
+    no more room than when the copy did not fit, and writes it once there is."""
+    import onnxruntime as ort
+
+    monkeypatch.setenv("MT_CACHE_DIR", str(small_disk))
+    filler = small_disk / "filler"
+    filler.write_bytes(b"x" * (3_800_000))           # ~200 KB left: a graph's entry is 1.5 MB
+    sessions = []
+    real = ort.InferenceSession
+    monkeypatch.setattr(ort, "InferenceSession", lambda *a, **k: sessions.append(a[0]) or real(*a, **k))
+    load = lambda: first_logits(Translator(fixture_bundle, variant="fp32", threads=ORT_THREADS))  # noqa: E731
+    plain = load()
+    cache = small_disk / "ort"
+    assert len(sessions) == 4                         # each graph: a save that failed, then without it
+    left = lambda: sorted(p.name for p in cache.iterdir() if not p.name.endswith(".full"))  # noqa: E731
+    assert left() == []                               # no entry, whole or half, and no leftover
+    sessions.clear()
+    assert np.array_equal(load(), plain) and len(sessions) == 2 and left() == []
+    filler.unlink()
+    sessions.clear()
+    assert np.array_equal(load(), plain) and len(sessions) == 2
+    assert [name.split("-")[0] for name in left()] == ["decoder", "encoder"]     # written now, the notes gone
+    assert not list(cache.glob(".*"))
+    assert np.array_equal(load(), plain)
