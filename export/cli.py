@@ -65,7 +65,8 @@ def main(checkpoint, out, quantize, fp16, opset, parity_data, target_lang, max_s
         raise CommandError(f"{checkpoint}: is a directory; {checkpoint_hint(checkpoint)}")
     console = Console(stderr=True)
     target = target_path(checkpoint, out, archive)
-    progress = Progress(SpinnerColumn(finished_text="[green]✓"), TextColumn("{task.description}"),
+    # The steps are plain text that quotes paths and errors: never markup.
+    progress = Progress(SpinnerColumn(finished_text="[green]✓"), TextColumn("{task.description}", markup=False),
                         TimeElapsedColumn(), console=console)
     tasks = []
 
