@@ -368,6 +368,30 @@ async def test_cuda_failure_shows_error(stand_in):
 
 
 @run_async
+async def test_the_provider_note_shows_literally_in_its_tooltip(stand_in, monkeypatch):
+    """With provider auto and CUDA failing, the note quotes a graph's path: its tooltip read it as markup,
+    so hovering 'in use: CPU' dropped '[v2]' from the path, and a '[/x]' in it ended the app in MarkupError."""
+    from textual.widgets import Tooltip
+
+    note = ("CUDA did not initialize: CUDA was requested, but ONNX Runtime could not initialize it for "
+            "/models/de-en [v2]/run[/x]/decoder.int8.onnx (it fell back to CPUExecutionProvider)")
+
+    class CudaFailed(StandIn):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.provider_note = note
+
+    monkeypatch.setattr(mtkit.runtime, "Translator", CudaFailed)
+    app = MTApp(model_path=STAND_IN, provider="auto")
+    async with app.run_test(size=SIZE, tooltips=True) as pilot:
+        await settle(pilot)
+        await pilot.hover("#in-use")
+        await pilot.pause(app.TOOLTIP_DELAY + 0.3)
+        tooltip = app.screen.query_one(Tooltip)
+        assert tooltip.display and note in str(tooltip.render())
+
+
+@run_async
 async def test_bad_settings_and_failed_translations_show_errors(stand_in):
     async with running_app() as (app, pilot):
         translator = app.translator

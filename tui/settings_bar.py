@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -121,7 +122,8 @@ class SettingsBar(Horizontal):
         self.query_one("#in-use", Static).update(f"in use: {in_use.upper()}" if in_use else "")
 
     def watch_provider_note(self, note: str) -> None:
-        self.query_one("#in-use", Static).tooltip = note or None
+        # Text: a tooltip string is markup, and the note may quote a graph's path ("[v2]", "[/x]").
+        self.query_one("#in-use", Static).tooltip = Text(note) if note else None
 
     # ----- what the user picks ------------------------------------------------------------------
     @on(Select.Changed, "#direction")
