@@ -194,13 +194,15 @@ def install_model(source: str, name: str | None, force: bool, quiet: bool) -> No
         if quiet or not console.is_terminal or not install.is_url(source):
             target, result = install.install(source, name, force)
         else:
+            from rich.markup import escape
             from rich.progress import DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
             columns = (*Progress.get_default_columns()[:2], DownloadColumn(), TransferSpeedColumn(),
                        TimeRemainingColumn())
             with Progress(*columns, console=console, transient=True) as progress:
                 def start(total: int | None):
-                    task = progress.add_task(f"downloading {install.default_name(source)}", total=total)
+                    # The archive's name as written: rich's default columns read the description as markup.
+                    task = progress.add_task(f"downloading {escape(install.default_name(source))}", total=total)
                     return lambda n: progress.advance(task, n)
 
                 target, result = install.install(source, name, force, show_progress=start)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import ENGLISH, GERMAN, ORT_THREADS
+from conftest import ENGLISH, GERMAN, ORT_THREADS, stderr_on_terminal
 from mtkit.runtime import ModelLoadError, Translator, bundle, checksums, install, model_store
 from mtkit.runtime.bundle_format import BundleConfig
 from mtkit.runtime.models_cli import cli
@@ -378,6 +378,17 @@ def test_install_from_a_url(fixture_bundle, tmp_path, server, models_dir):
     result = mt_models("install", f"{url}/web-model.tar.gz")
     assert result.exit_code == 0, result.output
     assert leftovers(models_dir) == ["web-model"] and translates("web-model")
+
+
+def test_a_download_on_a_terminal_names_its_archive_as_written(fixture_bundle, tmp_path, server, models_dir):
+    """The progress line went through rich's markup: 'de-en[v2] [b].tar.gz', installed --name web, was
+    shown downloading as 'downloading de-en '."""
+    www, url = server
+    make_tgz(copy_bundle(fixture_bundle, tmp_path / "web-model"), www / "de-en[v2] [b].tar.gz")
+    code, shown = stderr_on_terminal([str(Path(sys.executable).parent / "mt-models"), "install", "--name", "web",
+                                      f"{url}/de-en%5Bv2%5D%20%5Bb%5D.tar.gz"])
+    assert code == 0 and leftovers(models_dir) == ["web"]
+    assert "downloading de-en[v2] [b] " in shown.decode()
 
 
 def test_a_failed_or_interrupted_download_leaves_nothing(fixture_bundle, tmp_path, server, models_dir):
