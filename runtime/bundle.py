@@ -15,6 +15,7 @@ from . import bundle_format as bf
 from . import model_store
 from .bundle_format import BundleConfig, BundleError
 from .checksums import check_size, file_sha256
+from .errors import OutOfMemory, is_out_of_memory
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 # The shipped models, next to the package source: the checkout's models/, or mtkit/models/ in the
@@ -269,7 +270,9 @@ def load_tokenizer(directory: Path, config: BundleConfig):
     sp = spm.SentencePieceProcessor()
     try:
         sp.Load(str(path))
-    except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError, MemoryError) as e:
+        if is_out_of_memory(e):
+            raise OutOfMemory(f"{path}: out of memory loading it") from None
         raise BundleError(f"{path}: not a SentencePiece model ({e})") from None
     if (pieces := sp.get_piece_size()) != config.vocab_size:
         if vocab_size_edited(directory, config):

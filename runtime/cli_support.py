@@ -3,7 +3,8 @@
 Exit status: 0 done, 1 error, 2 usage (a bad flag or argument), 130 interrupted (Ctrl-C), 143
 terminated (SIGTERM: timeout, docker stop, systemd), and the special ones a command documents
 (mt-export: 3 parity failed; mt-train: 3 training diverged).
-A missing optional dependency (onnxruntime, torch, ...) is one line naming the extra to install.
+A missing optional dependency (onnxruntime, torch, ...) is one line naming the extra to install, and
+running out of memory (`out_of_memory_line`) one line saying so.
 A closed pipe (`| head`) ends quietly with 0. A write to stderr that fails (its reader gone, its disk
 full, stderr closed) is dropped: diagnostics lost never end the work. Only click is imported here:
 `--help` and `--version` work without any extra installed.
@@ -72,6 +73,20 @@ def missing_extra(error: ImportError) -> str | None:
     return None
 
 
+def out_of_memory_line(error: BaseException) -> str | None:
+    """The line for running out of memory (a `ulimit -v`, a container's limit) as Python, numpy or a
+    shared library says it: a MemoryError, a library that could not be mapped, a thread that could not
+    start; None for any other error. Each had been a traceback of 30 to 70 lines."""
+    if isinstance(error, MemoryError):
+        return f"out of memory ({error})" if str(error) else "out of memory"
+    chain = [error, error.__cause__, error.__context__]      # numpy's ImportError wraps the loader's
+    if isinstance(error, ImportError) and any("failed to map segment" in str(e) for e in chain if e):
+        return "out of memory (a shared library could not be mapped)"
+    if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
+        return "out of memory, or of threads (can't start new thread)"
+    return None
+
+
 def require(*modules: str) -> None:
     """Fail now if an optional module is missing (the line `Command` prints for it). Looked up, not
     imported, so a command can check before its slow start-up and import later."""
@@ -106,8 +121,8 @@ class Command(click.Command):
             except Terminated:
                 click.echo(f"{prog}: terminated", err=True)
                 code = 143
-            except ImportError as e:
-                message = missing_extra(e)
+            except (ImportError, MemoryError, RuntimeError) as e:
+                message = (missing_extra(e) if isinstance(e, ImportError) else None) or out_of_memory_line(e)
                 if message is None:
                     raise
                 click.echo(f"{prog}: error: {message}", err=True)

@@ -22,3 +22,16 @@ class DocumentError(TranslationError):
 
 class ProviderError(TranslationError):
     """The requested execution provider (e.g. CUDA) is not usable on this machine."""
+
+
+class OutOfMemory(ModelLoadError, MemoryError):
+    """The model could not be loaded or run for want of memory (a `ulimit -v`, a container's limit, a
+    small machine): ONNX Runtime and SentencePiece say so as their own errors, which had read as a
+    damaged model ("not a usable ONNX model (std::bad_alloc)")."""
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether a native library's error is running out of memory: C++'s std::bad_alloc, ONNX Runtime's
+    arena ("Failed to allocate memory"), or ENOMEM (its failed pthread_create says "error code: 12")."""
+    return isinstance(error, MemoryError) or any(sign in str(error) for sign in (
+        "bad_alloc", "Failed to allocate memory", "Cannot allocate memory", "error code: 12 "))

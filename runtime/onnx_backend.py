@@ -34,7 +34,7 @@ import onnxruntime as ort
 
 from . import bundle_format as bf
 from .bundle_format import BundleConfig
-from .errors import ModelLoadError, ProviderError
+from .errors import ModelLoadError, OutOfMemory, ProviderError, is_out_of_memory
 from .gather_graph import FLOAT, FLOAT16, gather_model
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -188,15 +188,18 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
     try:
         try:
             session = ort.InferenceSession(source, sess_options=options, providers=providers)
-        except Exception:
+        except Exception as saving:
             if partial is None:
                 raise
             remove(partial)
             partial = None        # perhaps only the cache could not be written: once more without it
             session = ort.InferenceSession(source, sess_options=session_options(settings, provider), providers=providers)
-            note_no_room(entry)   # it was (a full disk, a quota)
+            if not is_out_of_memory(saving):
+                note_no_room(entry)   # it was (a full disk, a quota)
     except Exception as e:  # ORT raises its own exception types for unreadable or invalid graphs
         message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        if is_out_of_memory(e):
+            raise OutOfMemory(f"{label}: out of memory loading it") from None
         raise ModelLoadError(f"{label}: not a usable ONNX model ({message})") from None
     if partial is not None:
         finish_entry(partial, entry)
@@ -479,6 +482,8 @@ def run_error(path: Path | str, error: Exception) -> ModelLoadError:
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     message = re.sub(r"^(\[ONNXRuntimeError\] : \d+ : \w+ : |Error in execution: )", "", message)
     message = re.sub(r"\S*onnxruntime_src/\S+:\d+ .*? was false\. ", "", message)[:300]   # ORT's source line
+    if is_out_of_memory(error):
+        return OutOfMemory(f"{path}: out of memory running it")
     state = ort.capi.onnxruntime_pybind11_state
     mismatch = (not isinstance(error, (state.NotImplemented, state.EPFail))
                 and not re.search(r"memory|allocat", message, re.IGNORECASE))
