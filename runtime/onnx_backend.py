@@ -20,6 +20,7 @@ cache memory at beam 4, and no re-gather at the first expansion.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -179,10 +180,12 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
         try:   # already optimized: load it as it is
             loaded = session_options(replace(settings, graph_optimization="disable"), provider)
             session = ort.InferenceSession(str(entry / CACHED_GRAPH), sess_options=loaded, providers=providers)
-            os.utime(entry)              # recently used: pruned last
-            return session
         except Exception:   # a damaged cache entry: optimize the bundle's graph again, and rewrite it
             pass
+        else:
+            with contextlib.suppress(OSError):      # a read-only cache is read all the same
+                os.utime(entry)              # recently used: pruned last
+            return session
     partial = start_entry(entry, key, options) if entry is not None else None
     source = model if isinstance(model, bytes) else str(model)
     try:
@@ -229,9 +232,7 @@ def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> tup
                f"{cpu_signature()}")
         directory = cache_root() / "ort"
         directory.mkdir(parents=True, exist_ok=True)
-        if not os.access(directory, os.W_OK):
-            return None
-    except OSError:               # no such file (ORT will say so) or no writable cache: just don't cache
+    except OSError:               # no such file (ORT will say so), or no cache and none can be made: don't cache
         return None
     # Named by zlib's checksums, not hashlib's: importing OpenSSL's bindings took 3% of mt-translate's
     # start-up. The key file inside the entry settles a clash of names.
