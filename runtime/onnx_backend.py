@@ -311,7 +311,8 @@ def start_entry(entry: Path, key: str, options: ort.SessionOptions) -> Path | No
         remove(partial)
         partial.mkdir()
         (partial / CACHED_KEY).write_text(key, encoding="utf-8")
-    except OSError:
+    except OSError:               # a read-only or full disk: not even the key fits
+        remove(partial)
         return None
     options.optimized_model_filepath = str(partial / CACHED_GRAPH)
     options.add_session_config_entry("session.optimized_model_external_initializers_file_name", CACHED_WEIGHTS)

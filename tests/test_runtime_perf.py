@@ -215,3 +215,19 @@ def test_a_read_only_cache_is_read(fixture_bundle, tmp_path, monkeypatch, read_o
     monkeypatch.setattr(ort, "InferenceSession", lambda *a, **k: sessions.append(Path(a[0])) or real(*a, **k))
     assert np.array_equal(load(), plain)
     assert len(sessions) == 2 and all(cache in path.parents for path in sessions), sessions
+
+
+def test_a_disk_too_full_for_an_entrys_key_keeps_nothing(fixture_bundle, small_disk, monkeypatch):
+    """A disk with no byte free: the entry's directory was made, but its key could not be written, and
+    the directory stayed, two more at each load."""
+    monkeypatch.setenv("MT_CACHE_DIR", str(small_disk))
+    (small_disk / "ort").mkdir()
+    with open(small_disk / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"x" * 4096)
+        except OSError:                 # full
+            pass
+    for _ in range(2):
+        Translator(fixture_bundle, variant="int8", threads=ORT_THREADS)
+    assert list((small_disk / "ort").iterdir()) == []
