@@ -9,7 +9,8 @@ and anything that speaks JSON, can use a local model:
     POST /detect     {"q": "Guten Morgen"}  ->  [{"language": "de", "confidence": 96.5}, ...]
     GET  /languages  ->  [{"code": "de", "name": "German", "targets": ["en"]}, ...]
     POST /translate_file  multipart/form-data: file, source, target  ->  {"translatedFileUrl": ".../download_file/..."}
-    GET  /download_file/<id>/<name>  ->  the translated file (the last `files` are kept, in memory)
+    GET  /download_file/<id>/<name>  ->  the translated file (the last `files`, within `download_bytes`,
+                                         are kept in memory)
     GET  /frontend/settings  ->  the limits and file types LibreTranslate's clients ask for
 
 Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits, 408
@@ -36,6 +37,7 @@ from __future__ import annotations
 import io
 import ipaddress
 import json
+import math
 import mimetypes
 import secrets
 import select
@@ -151,26 +153,32 @@ class BodyBudget:
 
 
 class AnswerCache:
-    """The answers to the last `size` texts asked for, by everything that decides them (0: none kept)."""
+    """The answers to the last `size` keys asked for, by everything that decides them (0: none kept), and
+    of those only the newest whose `cost`s (the bytes of a file) add up to `budget` at most, the newest
+    kept whatever it costs."""
 
-    def __init__(self, size: int):
-        self.size = size
-        self._answers: OrderedDict[tuple, dict] = OrderedDict()
+    def __init__(self, size: int, budget: float = math.inf, cost=lambda answer: 0):
+        self.size, self.budget, self.cost = size, budget, cost
+        self._answers: OrderedDict[tuple, tuple[dict, float]] = OrderedDict()     # (answer, cost)
+        self._spent = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple) -> dict | None:
         with self._lock:
             if key in self._answers:
                 self._answers.move_to_end(key)
-                return self._answers[key]
+                return self._answers[key][0]
         return None
 
     def put(self, key: tuple, answer: dict) -> None:
+        cost = self.cost(answer)
         with self._lock:
-            self._answers[key] = answer
-            self._answers.move_to_end(key)
-            while len(self._answers) > self.size:
-                self._answers.popitem(last=False)
+            if key in self._answers:
+                self._spent -= self._answers.pop(key)[1]
+            self._answers[key] = (answer, cost)
+            self._spent += cost
+            while len(self._answers) > self.size or (self._spent > self.budget and len(self._answers) > 1):
+                self._spent -= self._answers.popitem(last=False)[1][1]
 
 
 @dataclass
@@ -188,6 +196,9 @@ class Service:
     cache: int = 2000                # texts whose answers are kept
     file_limit: int = 20_000_000     # bytes of a file to translate
     files: int = 32                  # translated files kept for download
+    # ... and their bytes in all, the newest whatever its size: by count alone, 32 files of 20 MB (an image
+    # and a line of text translate in a second) held 670 MB.
+    download_bytes: int = 64_000_000
     file_char_limit: int = 1_000_000     # characters of a text file (.txt, .html, ...) to translate
     admission: Admission = field(init=False, repr=False)
     bodies: BodyBudget = field(init=False, repr=False)
@@ -200,7 +211,7 @@ class Service:
         # more that are smaller).
         self.bodies = BodyBudget((self.concurrency + 3) * self.largest_body)
         self.answers = AnswerCache(self.cache)
-        self.downloads = AnswerCache(self.files)
+        self.downloads = AnswerCache(self.files, self.download_bytes, lambda download: len(download["data"]))
 
     def body_limit(self, kind: str) -> int:
         """The most bytes a body of this Content-Type may have: a file's, or `char_limit` characters as

@@ -769,3 +769,40 @@ def test_sigterm_answers_the_requests_begun_then_exits(fixture_bundle):
         assert process.stderr.read() == "mt-serve: stopped (SIGTERM)\n"
     finally:
         process.kill()
+
+
+def test_translated_files_are_kept_within_a_budget_of_bytes(fixture_bundle):
+    """The files kept for download are the last `files` within `download_bytes` in all, the newest
+    whatever its size: by count alone, a 19 MB .docx (an image and a line of text) sent 12 times held
+    the server at 355 MB, and 32 would have held 670."""
+    import io
+    import zipfile
+
+    from mtkit.runtime import Translator
+    from office_files import docx, paragraph
+
+    def with_image(megabytes: float) -> bytes:
+        out = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(docx(paragraph(GERMAN[0])))) as small, zipfile.ZipFile(out, "w") as big:
+            for item in small.infolist():
+                big.writestr(item, small.read(item.filename))
+            big.writestr("word/media/photo.bin", os.urandom(int(megabytes * 1e6)))    # stored: it does not shrink
+        return out.getvalue()
+
+    service = Service(Translator(fixture_bundle, variant="fp32", threads=1), DecodeOptions(beam_size=1),
+                      download_bytes=3_000_000)
+
+    def send(megabytes: float) -> str:
+        params = {"file": ("photo.docx", with_image(megabytes)), "source": "de", "target": "en"}
+        return service.translate_file(params)["translatedFileUrl"]
+
+    def kept(path: str) -> bool:
+        try:
+            return len(service.download(path)["data"]) > 1e6
+        except Exception:             # RequestError 404: gone
+            return False
+
+    paths = [send(1.2) for _ in range(4)]
+    assert [kept(p) for p in paths] == [False, False, True, True]
+    paths.append(send(4))            # over the budget alone: kept, the others go
+    assert [kept(p) for p in paths] == [False, False, False, False, True]
