@@ -51,7 +51,8 @@ Exit status: 0 stopped by SIGTERM once the requests begun are answered, 1 error 
 @click.option("--queue", type=click.IntRange(min=0), default=32, show_default=True, metavar="N",
               help="Requests that may wait for their turn; more get 503 (busy) with Retry-After.")
 @click.option("--cache", type=click.IntRange(min=0), default=2000, show_default=True, metavar="N",
-              help="Answers kept for the last N texts asked for, given again at once (0: none).")
+              help="Answers kept for the last N texts asked for (4 million characters at most), given again at "
+                   "once (0: none).")
 @budget_options
 @click.option("-q", "--quiet", is_flag=True, help="No line per request on stderr.")
 @decoding_options(exclude=("num_hypotheses", "return_alignment"))     # per request: "alternatives"

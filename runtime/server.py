@@ -21,7 +21,7 @@ busy); up to `queue` more wait their turn, and past that a request gets 503 with
 a burst of clients slows the server down instead of running it out of memory; for that too, the bodies
 held at once (read, waiting or translating) fit in `concurrency` + 3 of the largest, and a request past
 that is 503 before its body is read. The answer to each text is kept (the last `cache`
-texts asked for), so a page or an app asking for the same strings again is answered at once. `api_key` is accepted and
+texts asked for, `cache_characters` at most), so a page or an app asking for the same strings again is answered at once. `api_key` is accepted and
 ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
 may call it from another origin only when `cors` names that origin (or "*"): a request with another
 Origin is 403, and so, on loopback, is one whose Host is not this machine (DNS rebinding). A client that goes away
@@ -152,12 +152,19 @@ class BodyBudget:
                 self.used -= length
 
 
+def characters(*values) -> int:
+    """The characters of the strings in `values`, in their lists, tuples and dicts (a cache's key and answer)."""
+    return sum(len(v) if isinstance(v, str) else
+               characters(*v.values()) if isinstance(v, dict) else
+               characters(*v) if isinstance(v, (list, tuple)) else 0 for v in values)
+
+
 class AnswerCache:
     """The answers to the last `size` keys asked for, by everything that decides them (0: none kept), and
-    of those only the newest whose `cost`s (the bytes of a file) add up to `budget` at most, the newest
-    kept whatever it costs."""
+    of those only the newest whose `cost(key, answer)`s (the bytes of a file, the characters of a text and
+    its translation) add up to `budget` at most, the newest kept whatever it costs."""
 
-    def __init__(self, size: int, budget: float = math.inf, cost=lambda answer: 0):
+    def __init__(self, size: int, budget: float = math.inf, cost=lambda key, answer: 0):
         self.size, self.budget, self.cost = size, budget, cost
         self._answers: OrderedDict[tuple, tuple[dict, float]] = OrderedDict()     # (answer, cost)
         self._spent = 0
@@ -171,7 +178,7 @@ class AnswerCache:
         return None
 
     def put(self, key: tuple, answer: dict) -> None:
-        cost = self.cost(answer)
+        cost = self.cost(key, answer)
         with self._lock:
             if key in self._answers:
                 self._spent -= self._answers.pop(key)[1]
@@ -194,6 +201,9 @@ class Service:
     concurrency: int = 1             # translations at once
     queue: int = 32                  # requests that may wait for their turn
     cache: int = 2000                # texts whose answers are kept
+    # ... and their characters in all, the texts' and the answers': by count alone, 2,000 texts of 20,000
+    # characters (--char-limit) would hold about 50 MB (400 held 10 MB).
+    cache_characters: int = 4_000_000
     file_limit: int = 20_000_000     # bytes of a file to translate
     files: int = 32                  # translated files kept for download
     # ... and their bytes in all, the newest whatever its size: by count alone, 32 files of 20 MB (an image
@@ -210,8 +220,8 @@ class Service:
         # Room for the bodies of the largest requests translating and three waiting (the queue may hold
         # more that are smaller).
         self.bodies = BodyBudget((self.concurrency + 3) * self.largest_body)
-        self.answers = AnswerCache(self.cache)
-        self.downloads = AnswerCache(self.files, self.download_bytes, lambda download: len(download["data"]))
+        self.answers = AnswerCache(self.cache, self.cache_characters, characters)
+        self.downloads = AnswerCache(self.files, self.download_bytes, lambda key, download: len(download["data"]))
 
     def body_limit(self, kind: str) -> int:
         """The most bytes a body of this Content-Type may have: a file's, or `char_limit` characters as

@@ -806,3 +806,26 @@ def test_translated_files_are_kept_within_a_budget_of_bytes(fixture_bundle):
     assert [kept(p) for p in paths] == [False, False, True, True]
     paths.append(send(4))            # over the budget alone: kept, the others go
     assert [kept(p) for p in paths] == [False, False, False, False, True]
+
+
+def test_answers_are_kept_within_a_budget_of_characters(fixture_bundle):
+    """The answers kept are the last `cache` texts' within `cache_characters` (the texts and their
+    translations) in all: by count alone, 400 texts of 19,000 characters held 10 MB, 2,000 would hold 50."""
+    from mtkit.runtime import Translator
+    gated = Gated(Translator(fixture_bundle, variant="fp32", threads=1))
+    gated.gate.set()
+    long_texts = [" ".join(GERMAN[i:] + GERMAN[:i]) for i in range(2)]
+    service = Service(gated, DecodeOptions(beam_size=1), cache=100, cache_characters=3 * len(long_texts[0]))
+
+    def ask(q):
+        return service.translate({"q": q, "source": "de", "target": "en"})["translatedText"]
+
+    ask(GERMAN[0])
+    ask(long_texts[0])
+    assert gated.calls == 2
+    ask(GERMAN[0])
+    ask(long_texts[0])
+    assert gated.calls == 2                         # both kept: they fit
+    ask(long_texts[1])                              # with its translation, over the budget with the first
+    ask(long_texts[0])
+    assert gated.calls == 4
