@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import re
 import threading
@@ -49,7 +50,7 @@ OPTIMIZATION_LEVELS = {
 
 @dataclass
 class SessionSettings:
-    threads: int | None = None            # intra-op threads; None = ORT's default (one per physical core), or `masked_cpus`
+    threads: int | None = None            # intra-op threads; None = ORT's default (one per physical core), or `limited_cpus`
     graph_optimization: str = "all"       # "disable" | "basic" | "extended" | "all"
     # ORT's CPU arena: faster repeated allocations, but memory is kept (off: news beam-32 peak RSS
     # 262 -> 206 MB, Tatoeba beam 0.93x the speed; benchmarks/PERF_NOTES.md). CPU sessions share one
@@ -81,7 +82,7 @@ class SessionSettings:
         if not (self.low_latency and variant == "int8"):
             return settings
         cpus = affinity()
-        if graph == "encoder" or len(cpus) < 2 or self.threads == 1:
+        if graph == "encoder" or len(cpus) < 2 or available_cpus() < 2 or self.threads == 1:
             return replace(settings, threads=1)
         return replace(settings, threads=2, spinning=True, worker_cpu=cpus[-1])
 
@@ -105,17 +106,46 @@ def affinity() -> list[int]:
 
 
 def available_cpus() -> int:
-    """How many CPUs this process may run on (`affinity`; else all of them)."""
-    return len(affinity()) or os.cpu_count() or 1
+    """How many CPUs this process may use: those it may run on (`affinity`; else all of them), and no
+    more than its cgroup's CPU quota, rounded up (`cpu_quota`)."""
+    cpus = len(affinity()) or os.cpu_count() or 1
+    quota = cpu_quota()
+    return max(1, min(cpus, math.ceil(quota))) if quota else cpus
 
 
-def masked_cpus() -> int | None:
-    """The CPUs of an affinity mask narrower than the machine (taskset, a container's cpuset), else None:
-    ONNX Runtime's default thread count. That default counts the machine's cores, not the mask: under
+def limited_cpus() -> int | None:
+    """`available_cpus` where it is fewer than the machine's (taskset, a container's cpuset or CPU quota),
+    else None: ONNX Runtime's default thread count. That default counts the machine's cores: under
     taskset -c 0 on 2 cores each session had two threads on the one CPU, 13% more CPU time and 100 MB
     more address space for their stacks and malloc arenas."""
-    cpus = len(affinity())
-    return cpus if 0 < cpus < (os.cpu_count() or 0) else None
+    cpus = available_cpus()
+    return cpus if cpus < (os.cpu_count() or 0) else None
+
+
+def cpu_quota() -> float | None:
+    """The CPUs' worth of time this process's cgroup may take (docker --cpus, a Kubernetes CPU limit):
+    cgroup v2's cpu.max, or v1's cpu.cfs_quota_us over cpu.cfs_period_us, read in the cgroup's own
+    directory or, in a container, at the root of its own view; None without a quota or off Linux. Two
+    batches at once under a one-CPU quota took 1.2-1.7x the time of one, the quota throttling them."""
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            groups = [line.rstrip("\n").split(":", 2) for line in f]
+    except OSError:
+        return None
+    for _, controllers, path in (g for g in groups if len(g) == 3):
+        if controllers == "":
+            root, names = "/sys/fs/cgroup", ("cpu.max",)
+        elif "cpu" in controllers.split(","):
+            root, names = f"/sys/fs/cgroup/{controllers}", ("cpu.cfs_quota_us", "cpu.cfs_period_us")
+        else:
+            continue
+        for directory in (root + path, root):
+            try:
+                quota, period = " ".join(Path(directory, name).read_text() for name in names).split()[:2]
+                return None if quota in ("max", "-1") else int(quota) / int(period)
+            except (OSError, ValueError):
+                continue
+    return None
 
 
 def cuda_available() -> bool:
@@ -148,7 +178,7 @@ def session_options(settings: SessionSettings, provider: str = "cpu") -> ort.Ses
         so.add_session_config_entry("session.use_env_allocators", "1")
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.inter_op_num_threads = 1           # the graphs are a single chain: no parallel branches to run
-    threads = settings.threads or masked_cpus()
+    threads = settings.threads or limited_cpus()
     if threads:
         so.intra_op_num_threads = threads
     so.add_session_config_entry("session.intra_op.allow_spinning", "1" if settings.spinning else "0")

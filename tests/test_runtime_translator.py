@@ -23,7 +23,7 @@ from mtkit.runtime import (BundleError, DecodeOptions, LanguageWarning, LongInpu
                            Translation, Translator, TranslationError)
 from mtkit.runtime import bundle
 from mtkit.runtime.batching import length_batches, pad_batch, padded_length
-from mtkit.runtime.onnx_backend import SessionSettings
+from mtkit.runtime.onnx_backend import SessionSettings, available_cpus, cpu_quota
 from mtkit.runtime.sentences import split, split_sentences
 from mtkit.runtime.sentence_text import clean
 
@@ -447,7 +447,7 @@ def test_low_latency_puts_the_int8_decoder_on_two_cores(fixture_bundle, monkeypa
     assert fast.parallel_batches == 1
     assert options(fast.backend.encoder) == (1, "0", "")
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    two_cores = (2, "1", str(cpus[-1] + 1)) if len(cpus) > 1 else (1, "0", "")   # ONNX Runtime counts CPUs from 1
+    two_cores = (2, "1", str(cpus[-1] + 1)) if available_cpus() > 1 else (1, "0", "")   # ONNX Runtime counts CPUs from 1
     assert options(fast.backend.decoder) == two_cores
     for beam in (1, 4):
         assert [t.text for t in fast.translate(GERMAN, beam_size=beam, from_lang="de")] == ENGLISH, f"beam {beam}"
@@ -457,7 +457,7 @@ def test_low_latency_puts_the_int8_decoder_on_two_cores(fixture_bundle, monkeypa
     assert SessionSettings(low_latency=True, threads=4).for_graph("fp32", "decoder").threads == 4   # int8 only
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert SessionSettings(low_latency=True, threads=1).for_graph("int8", "decoder").threads == 1
-    assert SessionSettings(low_latency=True).for_graph("int8", "decoder").worker_cpu == 1
+    assert SessionSettings(low_latency=True).for_graph("int8", "decoder").worker_cpu == (1 if available_cpus() > 1 else None)
 
 
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
@@ -476,7 +476,48 @@ def test_default_threads_stay_within_a_narrowed_cpu_mask(fixture_bundle, monkeyp
     assert given.backend.encoder.get_session_options().intra_op_num_threads == 3
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     whole = Translator(fixture_bundle, variant=variant, parallel_batches=1)
-    assert whole.backend.encoder.get_session_options().intra_op_num_threads == 0     # ORT's default
+    if cpu_quota() is None:           # else the quota's CPUs (test_a_cgroup_cpu_quota_counts_as_fewer_cpus)
+        assert whole.backend.encoder.get_session_options().intra_op_num_threads == 0     # ORT's default
+
+
+def test_a_cgroup_cpu_quota_counts_as_fewer_cpus(fixture_bundle, tmp_path):
+    """Under a CPU quota of one CPU (docker --cpus=1, a Kubernetes CPU limit) on a larger machine: one
+    batch at a time on one thread. Two batches at once under a one-CPU quota decoded 100 newstest2013
+    lines in 1.2-1.7x the time of one (the shipped model), the quota throttling them. Root only: the test
+    makes a cgroup (v1's cpu controller, or v2's), and skips where it cannot."""
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or (os.cpu_count() or 1) < 2:
+        pytest.skip("making a cgroup needs root, and a quota below the machine's CPUs two of them")
+    v1, v2 = Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup")
+    group = None
+    try:
+        if (v1 / "cpu.cfs_quota_us").is_file():
+            group = v1 / f"mtkit-test-{os.getpid()}"
+            group.mkdir()
+            (group / "cpu.cfs_period_us").write_text("100000")
+            (group / "cpu.cfs_quota_us").write_text("100000")
+        elif "cpu" in (v2 / "cgroup.controllers").read_text().split():
+            group = v2 / f"mtkit-test-{os.getpid()}"
+            group.mkdir()
+            (group / "cpu.max").write_text("100000 100000")
+        else:
+            pytest.skip("no cgroup cpu controller here")
+    except OSError as e:
+        if group is not None and group.is_dir():
+            group.rmdir()
+        pytest.skip(f"cannot make a cgroup: {e}")
+    probe = ("import os, sys; from mtkit.runtime import Translator; from mtkit.runtime.onnx_backend import available_cpus;"
+             f"t = Translator({str(fixture_bundle)!r}, variant='int8');"
+             "print(available_cpus(), t.parallel_batches, t.backend.encoder.get_session_options().intra_op_num_threads)")
+    try:
+        done = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" -c "$1"', sys.executable, probe],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    finally:
+        group.rmdir()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1", "1"]
 
 
 @pytest.mark.parametrize("variant", ["fp32", "int8"])
