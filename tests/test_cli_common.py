@@ -124,10 +124,14 @@ def test_shared_options_read_the_same_in_every_command():
     from mtkit.eval.cli import main as evaluate
     from mtkit.tui.cli import main as tui
 
-    shared = ["--model", "--from", "--to", "--provider", "--variant", "--threads"]
+    shared = ["--model", "--provider", "--variant", "--threads"]
     seen = {name: option_lines(cmd) for name, cmd in (("translate", translate), ("eval", evaluate), ("tui", tui))}
     for option in shared:
         assert seen["translate"][option] == seen["eval"][option] == seen["tui"][option], option
+    # mt-eval's languages come from its files and are never detected: its own --from and --to (979f4ec)
+    for option in ("--from", "--to"):
+        assert seen["translate"][option] == seen["tui"][option] != seen["eval"][option], option
+    assert "never detected" in seen["eval"]["--from"]
     # The decoding flags come from DecodeOptions: mt-eval has them all but the n-best and the alignment.
     decoding = ["--greedy", "--beam-size", "--length-penalty", "--sampling", "--temperature", "--top-k", "--top-p",
                 "--seed", "--no-repeat-ngram", "--max-length-ratio"]
