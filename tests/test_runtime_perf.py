@@ -3,6 +3,7 @@ ORT-optimized graphs give the same logits, and a damaged cache entry is rebuilt.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -231,3 +232,22 @@ def test_a_disk_too_full_for_an_entrys_key_keeps_nothing(fixture_bundle, small_d
     for _ in range(2):
         Translator(fixture_bundle, variant="int8", threads=ORT_THREADS)
     assert list((small_disk / "ort").iterdir()) == []
+
+
+def test_a_cache_entry_is_on_disk_before_it_is_put_in_place(fixture_bundle, tmp_path, monkeypatch):
+    """The entry was renamed into place with its files perhaps still in the page cache: after a power cut
+    it could come back whole in name and size but zero-filled, and zeroed packed weights load and
+    mistranslate. Each file is flushed to disk (fsync) before the rename."""
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(os, "fsync", fsync)
+    Translator(fixture_bundle, variant="int8", threads=ORT_THREADS)
+    for entry in (tmp_path / "cache" / "ort").iterdir():
+        for name in ("graph.onnx", "graph.onnx.data", "key"):
+            assert any(Path(path).name == name and f".{entry.name}." in path for path in synced), (entry, name)
