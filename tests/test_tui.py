@@ -41,6 +41,7 @@ from mtkit.runtime import language_id
 from mtkit.runtime.sentences import split
 from mtkit.tui.alignment_view import MAX_TOKENS, AlignmentView
 from mtkit.tui.app import MTApp
+from mtkit.tui.given_glossary import GivenGlossary
 from mtkit.tui.pilot import settle as pilot_settle
 from mtkit.tui.screens import HelpScreen, OpenModelScreen, help_text
 from mtkit.tui.state import (MAX_INPUT_CHARS, SAMPLING_TEMPERATURE, SAMPLING_TOP_P, History, Outcome,
@@ -113,6 +114,7 @@ class Call:
     options: DecodeOptions  # the options the app asked for (with any keyword overrides applied)
     from_lang: str = "auto"
     prefix: object = None   # translate's prefix: None, or one per text
+    glossary: object = None  # translate's glossary
 
 
 class StandIn:
@@ -140,18 +142,20 @@ class StandIn:
             max_positions=64, special_ids={"pad": 0, "unk": 1, "bos": 2, "eos": 3},
             language_tags={"de": 4, "en": 5}, directions=[["de", "en"], ["en", "de"]],
             variants={"fp32": {"precision": "fp32"}})
-        self.languages = ["de", "en"]
+        self.languages = self.source_languages = ["de", "en"]
+        self.directions = [("de", "en"), ("en", "de")]
         self.delay = 0.0
         self.gate: threading.Event | None = None
         self.fail_with: Exception | None = None
         self.calls: list[Call] = []
 
-    def translate(self, texts, to=None, options=None, *, from_lang="auto", prefix=None, **overrides) -> list[Translation]:
+    def translate(self, texts, to=None, options=None, *, from_lang="auto", prefix=None, glossary=None,
+                  **overrides) -> list[Translation]:
         # Whatever the app passes must be something the real Translator.translate accepts.
         inspect.signature(Translator.translate).bind(self, texts, to, options, from_lang=from_lang, prefix=prefix,
-                                                     **overrides)
+                                                     glossary=glossary, **overrides)
         options = replace(options or DecodeOptions(), **overrides)      # checked as the runtime checks them
-        self.calls.append(Call(list(texts), to, options, from_lang, prefix))
+        self.calls.append(Call(list(texts), to, options, from_lang, prefix, glossary))
         time.sleep(self.delay)
         if self.gate is not None and not self.gate.wait(timeout=60):
             raise TimeoutError("the test never released the stand-in translator")
@@ -687,6 +691,62 @@ async def test_writing_in_the_translation_completes_that_line_from_the_cursor(st
         assert translator.calls[-1].prefix is None
 
 
+def write_glossary(directory: Path, text: str = "de\ten\nBananen\tplantains\n") -> Path:
+    path = directory / "terms.tsv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class FrenchStandIn(StandIn):
+    """The stand-in for a model of English and French, for which a German-English glossary is not."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.config = replace(self.config, language_tags={"en": 4, "fr": 5}, directions=[["en", "fr"], ["fr", "en"]])
+        self.languages = self.source_languages = ["en", "fr"]
+        self.directions = [("en", "fr"), ("fr", "en")]
+
+
+@run_async
+async def test_the_glossary_goes_with_every_translation_of_a_model_it_fits(stand_in, monkeypatch, tmp_path):
+    """mt-tui --glossary: live translation (its n-best too) and completions carry it; a model opened whose
+    languages it does not fit translates without it, and says so; the next one that fits uses it again."""
+    given = GivenGlossary.read(str(write_glossary(tmp_path)))
+    async with running_app(glossary=given, direction=("de", None)) as (app, pilot):
+        assert app.sub_title.endswith(" · glossary terms.tsv")
+        assert re.search(r"Glossary +terms\.tsv, 1 term \(de ↔ en\) *\n", shown(app, "#model-info"))
+        await paste(pilot, "Bananen sind lecker")
+        await settle(pilot)
+        call = app.translator.calls[-1]
+        assert call.glossary is given.glossary and call.options.num_hypotheses > 1
+        target = app.query_one("#target", TextArea)
+        target.focus()
+        target.move_cursor((0, 3))
+        target.insert("X")
+        await settle(pilot)
+        assert app.translator.calls[-1].prefix and app.translator.calls[-1].glossary is given.glossary
+        # ctrl+o: a model of English and French.
+        monkeypatch.setattr(mtkit.runtime, "Translator", FrenchStandIn)
+        await pilot.press("ctrl+o")
+        app.screen.query_one("#open-path", Input).value = STAND_IN
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.translator, FrenchStandIn)
+        said = [n.message for n in app._notifications if n.title == "Glossary off"]
+        assert said == [f"{given.path}: the glossary is for de and en, but this model translates en -> fr, "
+                        f"fr -> en. Translating without it."]
+        assert "glossary" not in app.sub_title
+        assert re.search(r"Glossary +terms\.tsv, 1 term \(de ↔ en\): off, not for this model's languages",
+                         shown(app, "#model-info"))
+        assert app.translator.calls and all(c.glossary is None for c in app.translator.calls)
+        assert app.outcome is not None and not app.query_one("#error").display
+        # Back to a model it fits: on again.
+        monkeypatch.setattr(mtkit.runtime, "Translator", StandIn)
+        app.load(STAND_IN, "cpu")
+        await settle(pilot)
+        assert app.translator.calls[-1].glossary is given.glossary and "glossary terms.tsv" in app.sub_title
+
+
 @run_async
 async def test_writing_in_the_translation_right_after_the_source_still_translates_the_source(stand_in):
     async with running_app(debounce=0.2, direction=("de", None)) as (app, pilot):
@@ -927,6 +987,28 @@ async def test_fixture_model_completes_what_the_user_wrote(fixture_bundle):
 
 
 @run_async
+async def test_fixture_model_applies_the_glossary(fixture_bundle, tmp_path):
+    """The real runtime's glossary, as mt-translate --glossary applies it: the term in the translation, in
+    each alternative and in a completion of what the user wrote; a line without a term is as without one."""
+    given = GivenGlossary.read(str(write_glossary(tmp_path)))
+    banana = GERMAN.index("Bananen sind lecker.")
+    async with running_app(model_path=fixture_bundle, variant="fp32", direction=("de", "en"),
+                           glossary=given) as (app, pilot):
+        await paste(pilot, f"{GERMAN[banana]}\n{GERMAN[0]}")
+        await settle(pilot)
+        first, second = app.target_text.split("\n")
+        assert "lantains" in first and "Banana" not in first and second == ENGLISH[0]
+        assert all("lantains" in h.text for h in app.outcome.results[0].hypotheses)
+        target = app.query_one("#target", TextArea)
+        target.focus()
+        target.replace("The", (0, 0), (0, len(first)))
+        target.move_cursor((0, 3))
+        await settle(pilot)
+        completed = app.target_text.split("\n")[0]
+        assert completed.startswith("The") and "plantains" in completed
+
+
+@run_async
 async def test_fixture_model_alignment_of_the_sentence_under_the_cursor(fixture_bundle):
     # Two sentences on one line: the runtime decodes them apart and returns a block-diagonal
     # matrix, one block per sentence; the view shows the block of the sentence under the cursor.
@@ -1019,6 +1101,19 @@ def test_options_are_checked_as_mt_translate_checks_them(option):
     expected = translate.stderr.decode().strip()
     assert expected.startswith("mt-translate: error: ")
     assert tui.stderr.decode().strip() == expected.replace("mt-translate:", "mt-tui:", 1)
+
+
+@pytest.mark.parametrize("text", ["Bananen\tplantains\n", "de\tfr\nBananen\tbananes\n"])
+def test_a_bad_glossary_is_one_line_before_the_app_starts(fixture_bundle, tmp_path, text):
+    """A malformed file, or one for languages the model does not translate: mt-translate's line and exit status."""
+    path = write_glossary(tmp_path, text)
+    args = ["-m", str(fixture_bundle), "--glossary", str(path)]
+    tui = in_a_terminal(*args)
+    translate = subprocess.run([str(TUI.parent / "mt-translate"), *args, "Hallo"], capture_output=True, timeout=60)
+    assert tui.returncode == translate.returncode == 1
+    expected = translate.stderr.decode()
+    assert expected.startswith(f"mt-translate: error: {path}") and expected.count("\n") == 1
+    assert tui.stderr.decode() == expected.replace("mt-translate:", "mt-tui:", 1)
 
 
 def test_from_help_describes_the_app():

@@ -16,15 +16,17 @@ from conftest import ENGLISH, GERMAN
 from mtkit.runtime import decode_cache
 from mtkit.tui.app import MTApp
 from mtkit.tui.file_screen import FileJob, TranslateFileScreen, default_target
+from mtkit.tui.given_glossary import GivenGlossary
 from mtkit.tui.pilot import settle
 from mtkit.tui.state import DecodeSettings
 from test_tui import run_async
 
 
 @contextlib.asynccontextmanager
-async def file_dialog(fixture_bundle):
+async def file_dialog(fixture_bundle, glossary: GivenGlossary | None = None):
     """The app on the fixture model, de → en, greedy, with the dialog open."""
-    app = MTApp(model_path=fixture_bundle, provider="cpu", variant="fp32", debounce=0.05, direction=("de", "en"))
+    app = MTApp(model_path=fixture_bundle, provider="cpu", variant="fp32", debounce=0.05, direction=("de", "en"),
+                glossary=glossary)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.settings = DecodeSettings(mode="greedy")
@@ -62,6 +64,20 @@ async def test_a_word_document_is_translated_into_a_file_beside_it(fixture_bundl
         assert sorted(p.name for p in tmp_path.iterdir()) == ["brief.de.docx", "brief.en.docx"]   # no cache left
         await pilot.press("escape")
         assert not isinstance(app.screen, TranslateFileScreen)
+
+
+@run_async
+async def test_a_file_is_translated_with_the_glossary_given(fixture_bundle, tmp_path):
+    """mt-tui --glossary: a file translated with ctrl+t has the glossary's terms, as the live translation has."""
+    (tmp_path / "terms.tsv").write_text("de\ten\nBananen\tplantains\n", encoding="utf-8")
+    banana = GERMAN.index("Bananen sind lecker.")
+    (tmp_path / "menu.docx").write_bytes(docx(paragraph(GERMAN[banana]) + paragraph(GERMAN[0])))
+    async with file_dialog(fixture_bundle, GivenGlossary.read(str(tmp_path / "terms.tsv"))) as (app, pilot):
+        assert "de → en, with the glossary:" in str(app.screen.query_one(Label).render())
+        said = await translate(pilot, tmp_path / "menu.docx")
+        assert said.startswith(f"Wrote {tmp_path / 'menu.en.docx'}: 2 sentences")
+        first, second = texts((tmp_path / "menu.en.docx").read_bytes())
+        assert "lantains" in first and "Banana" not in first and second == ENGLISH[0]
 
 
 @run_async

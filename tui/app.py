@@ -6,7 +6,8 @@ pause; the request pipeline (debounce, thread workers, stale results) is in `con
 command line in `cli.py`. Each source line is translated on its own; the panels below the editors
 show the line under the cursor. Writing in the translation steers it: after the same pause, the
 line is translated again from what the user wrote before the cursor (the runtime's target prefix),
-and keeps that start while its source line stays as it is.
+and keeps that start while its source line stays as it is. A glossary given (mt-tui --glossary) goes
+with every translation, as long as the model loaded translates between its languages.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from textual.worker import WorkerState
 from .controller import Loads, Requests
 from .editors import Editors, SourceArea
 from .file_screen import TranslateFileScreen
+from .given_glossary import GivenGlossary
 from .panels import PANELS, Panels
 from .screens import HelpScreen, OpenModelScreen
 from .settings_bar import SettingsBar
@@ -77,10 +79,14 @@ class MTApp(App):
 
     def __init__(self, model_path: str | Path | None = None, provider: str = "auto", variant: str = "auto",
                  threads: int | None = None, debounce: float = DEBOUNCE_SECONDS, load_model: bool = True,
-                 direction: tuple[str | None, str | None] = (None, None), translator=None) -> None:
+                 direction: tuple[str | None, str | None] = (None, None), translator=None,
+                 glossary: GivenGlossary | None = None) -> None:
         """`translator`: the model of `model_path`, already loaded (mt-tui loads it first, to check
-        its options as mt-translate does); else the app loads it."""
+        its options as mt-translate does); else the app loads it. `glossary`: applied to every
+        translation of a model whose languages it fits."""
         super().__init__()
+        self.given_glossary = glossary
+        self.glossary = None        # the runtime Glossary in use: the one given, if it fits the model loaded
         self.model_path = None if model_path is None else str(model_path)
         self.requested_direction = direction    # (--from, --to), either may be None: used at the first load
         self.loaded = translator
@@ -146,10 +152,14 @@ class MTApp(App):
     # ----- state: each change redraws what shows it ---------------------------------------------
     def watch_translator(self, translator) -> None:
         name = Path(str(translator.path)).name
-        self.sub_title = f"{name} · {translator.variant}"
+        in_use = f" · glossary {Path(self.given_glossary.path).name}" if self.glossary else ""
+        self.sub_title = f"{name} · {translator.variant}{in_use}"
         self.in_use = str(translator.provider)
         self.provider_note = getattr(translator, "provider_note", "")
-        self.panels.show_model(translator)
+        given = self.given_glossary
+        glossary = None if given is None else given.describe() if self.glossary else \
+            f"{given.describe()}: off, not for this model's languages"
+        self.panels.show_model(translator, glossary)
 
     def watch_outcome(self, outcome: Outcome | None) -> None:
         self.editors.show_translation(outcome.text if outcome else "")
@@ -171,6 +181,7 @@ class MTApp(App):
         self.model_path, self.provider = path, provider
         self.directions = direction_choices(bundle_directions(translator.config))
         self.direction = self.direction if self.direction in self.directions else self.first_direction()
+        self.glossary = self.glossary_for(translator)       # before the translator: its watcher shows it
         self.translator = translator
         self.errors.clear("model")
         actual = str(translator.provider).upper()
@@ -178,6 +189,16 @@ class MTApp(App):
         if provider == "cuda" and actual != "CUDA":
             self.notify(f"CUDA was asked for, but the model runs on {actual}.", severity="warning")
         self.requests.invalidate(delay=0)
+
+    def glossary_for(self, translator):
+        """The glossary to translate with on `translator`: the one given, unless the model translates
+        other languages; then none, and a notice says so (ctrl+o may open any model)."""
+        given = self.given_glossary
+        problem = given.misfit(translator) if given else None
+        if problem:
+            self.notify(f"{problem}. Translating without it.", title="Glossary off", severity="warning",
+                        timeout=8, markup=False)
+        return given.glossary if given and not problem else None
 
     def first_direction(self) -> tuple[str, str] | None:
         """The direction asked for with --from / --to (once; no --from is auto, as for mt-translate),
@@ -230,7 +251,7 @@ class MTApp(App):
             self.status.update("Translating…")
             kept = self.outcome is not None and self.outcome.direction == self.direction   # starts are in its target
             starts = self.outcome.starts_for(split_segments(text)) if kept else {}
-            self.requests.start(self.translator, text, self.direction, self.settings, starts)
+            self.requests.start(self.translator, text, self.direction, self.settings, starts, self.glossary)
 
     def complete_lines(self) -> None:
         """The pause after writing in the translation is over: translate each line written in (each that
@@ -255,7 +276,7 @@ class MTApp(App):
             return
         self.status.update("Completing…")
         self.requests.complete(self.translator, outcome, {r: s if s.strip() else None for r, s in starts.items()},
-                               self.settings)
+                               self.settings, self.glossary)
 
     def show_result(self, outcome: Outcome) -> None:
         self.outcome = outcome
@@ -432,7 +453,7 @@ class MTApp(App):
             self.notify(f"Check the decoding settings: {e}", severity="error", markup=False)
             return
         languages = {language for direction in self.directions for language in direction}
-        self.push_screen(TranslateFileScreen(self.translator, self.direction, options, languages))
+        self.push_screen(TranslateFileScreen(self.translator, self.direction, options, languages, self.glossary))
 
     def action_open_model(self) -> None:
         current = str(self.translator.path) if self.translator is not None else (self.model_path or "")

@@ -33,6 +33,7 @@ class Request:
     settings: DecodeSettings
     starts: dict[int, str | None] = field(default_factory=dict)   # lines' starts the user wrote (None: none)
     base: Outcome | None = None                 # a completion: the outcome whose lines (`starts`) it redoes
+    glossary: object = None                     # a runtime Glossary that fits the translator's model, or None
 
 
 class Requests:
@@ -82,14 +83,17 @@ class Requests:
         due()
 
     def start(self, translator, text: str, direction: tuple[str, str], settings: DecodeSettings,
-              starts: dict[int, str] | None = None) -> None:
-        """Translate every line of `text`; those in `starts` begin with the start given (the user's)."""
-        self._run(Request(self.generation, translator, text, direction, settings, starts or {}))
+              starts: dict[int, str] | None = None, glossary=None) -> None:
+        """Translate every line of `text` (with `glossary`, if given); those in `starts` begin with the
+        start given (the user's)."""
+        self._run(Request(self.generation, translator, text, direction, settings, starts or {}, glossary=glossary))
 
-    def complete(self, translator, base: Outcome, starts: dict[int, str | None], settings: DecodeSettings) -> None:
+    def complete(self, translator, base: Outcome, starts: dict[int, str | None], settings: DecodeSettings,
+                 glossary=None) -> None:
         """Translate the lines of `base` in `starts` again, each beginning with what the user wrote in it
         (None: afresh); `done` gets `base` with those lines replaced."""
-        self._run(Request(self.generation, translator, base.source, base.direction, settings, starts, base))
+        self._run(Request(self.generation, translator, base.source, base.direction, settings, starts, base,
+                          glossary))
 
     def _run(self, request: Request) -> None:
         self._worker = self.app.run_worker(partial(self._decode, request), thread=True, exclusive=True,
@@ -118,7 +122,8 @@ class Requests:
                     translations = request.translator.translate([segments[i] for i in rows],
                                                                 to=request.direction[1],
                                                                 options=request.settings.options(),
-                                                                from_lang=request.direction[0], prefix=prefix)
+                                                                from_lang=request.direction[0], prefix=prefix,
+                                                                glossary=request.glossary)
             except Exception as e:   # TranslationError, a CUDA failure, ...: shown, never a crash
                 self.app.call_from_thread(self._deliver, request.generation, self.failed, e)
                 return

@@ -35,6 +35,7 @@ class FileJob:
     direction: tuple[str, str]          # (source language or "auto", target language)
     options: object                     # the runtime's DecodeOptions
     stop: threading.Event               # set: stop after the batch being decoded
+    glossary: object = None             # the runtime Glossary the app translates with, or None
 
 
 def default_target(source: Path, to: str, languages: set[str]) -> Path:
@@ -73,16 +74,17 @@ class TranslateFileScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape", "close", "Close")]
 
-    def __init__(self, translator, direction: tuple[str, str], options, languages: set[str]) -> None:
+    def __init__(self, translator, direction: tuple[str, str], options, languages: set[str], glossary=None) -> None:
         super().__init__()
-        self.translator, self.direction, self.options = translator, direction, options
+        self.translator, self.direction, self.options, self.glossary = translator, direction, options, glossary
         self.languages = languages
         self.job: FileJob | None = None         # the translation running, if one is
         self.replacing: Path | None = None      # an existing file the user agreed to replace (enter twice)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="file-dialog"):
-            yield Label(f"Translate a file, {direction_label(self.direction)}: a document, a PDF, a book, "
+            glossary = ", with the glossary" if self.glossary else ""
+            yield Label(f"Translate a file, {direction_label(self.direction)}{glossary}: a document, a PDF, a book, "
                         f"subtitles, or text line by line.")
             yield Input(placeholder="path/to/file.docx", id="file-source")
             yield Input(placeholder="where its translation goes", id="file-target")
@@ -116,7 +118,7 @@ class TranslateFileScreen(ModalScreen[None]):
             self.report(f"{target} exists: enter again replaces it.", error=True)
             return
         self.replacing = None
-        self.job = FileJob(source, target, self.direction, self.options, threading.Event())
+        self.job = FileJob(source, target, self.direction, self.options, threading.Event(), self.glossary)
         self.query_one(ProgressBar).update(total=None, progress=0)
         self.report(f"Translating {source.name}…")
         self.run_worker(partial(self.translate, self.job), thread=True, group="file", exit_on_error=False)
@@ -144,7 +146,7 @@ class TranslateFileScreen(ModalScreen[None]):
                     self.app.call_from_thread(self.report, f"Going on with the {earlier:,} sentences decoded before…")
                 with translation_progress(progress):
                     result = translate_file(self.translator, job.source.name, data, job.direction[1], job.options,
-                                            from_lang=job.direction[0])
+                                            from_lang=job.direction[0], glossary=job.glossary)
                 decoded = len(cache)
             with atomic_output(job.target, binary=True) as out:
                 out.write(result)

@@ -64,14 +64,16 @@ def bleu_line(config) -> str | None:
     return " · ".join(parts) or None
 
 
-def info_rows(translator) -> list[tuple[str, str]]:
-    """(field, value) rows describing a loaded runtime Translator."""
+def info_rows(translator, glossary: str | None = None) -> list[tuple[str, str]]:
+    """(field, value) rows describing a loaded runtime Translator, and the glossary given, if one was."""
     config = translator.config
     path = Path(str(translator.path))
     rows = [("Model", path.name), ("Path", str(path))]
     langs = sorted(config.language_tags)
     rows.append(("Languages", ", ".join(f"{language_name(c)} ({c})" for c in langs)))
     rows.append(("Directions", ", ".join(direction_label(d) for d in bundle_directions(config))))
+    if glossary:
+        rows.append(("Glossary", glossary))
     rows.append(("Architecture", f"{config.encoder_layers}+{config.decoder_layers} layers, d_model {config.d_model}, "
                                  f"{config.n_heads} heads, vocabulary {config.vocab_size}, "
                                  f"max {config.max_positions} positions"))
@@ -105,11 +107,11 @@ def info_rows(translator) -> list[tuple[str, str]]:
 class ModelInfo(Static):
     """A two-column table of the rows above, or a hint when no model is loaded."""
 
-    def show_translator(self, translator) -> None:
+    def show_translator(self, translator, glossary: str | None = None) -> None:
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
-        for key, value in info_rows(translator):
+        for key, value in info_rows(translator, glossary):
             table.add_row(key, Text(value))     # literally: a path may hold [brackets]
         self.update(table)
 

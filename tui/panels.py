@@ -109,5 +109,5 @@ class Panels(Vertical):
     def show_history(self, entries: list[Outcome]) -> None:
         self.query_one(HistoryList).show_entries(entries)
 
-    def show_model(self, translator) -> None:
-        self.query_one(ModelInfo).show_translator(translator)
+    def show_model(self, translator, glossary: str | None = None) -> None:
+        self.query_one(ModelInfo).show_translator(translator, glossary)
