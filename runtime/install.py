@@ -23,6 +23,7 @@ from pathlib import Path
 from . import bundle, checksums, model_store
 from . import bundle_format as bf
 from .bundle_format import BundleError
+from .durable import flush_to_disk
 
 CHUNK = 1 << 16
 TIMEOUT_S = 60            # per network operation; a stalled server fails instead of hanging
@@ -82,6 +83,7 @@ def install(source: str, name: str | None = None, force: bool = False,
         verification = checksums.verify(found, config)
         if verification.problems:       # none when nothing is recorded: such a bundle installs unverified
             raise InstallError(f"{source}: {'; '.join(verification.problems)}; nothing was installed")
+        flush_to_disk(found)
         # Checked again: another install of this name may have finished while this one worked.
         if target.exists() and not force:
             raise InstallError(f"{already_installed(name, target)}; nothing was installed")

@@ -36,6 +36,7 @@ import onnxruntime as ort
 
 from . import bundle_format as bf
 from .bundle_format import BundleConfig
+from .durable import flush_to_disk
 from .errors import ModelLoadError, OutOfMemory, ProviderError, is_out_of_memory
 from .gather_graph import FLOAT, FLOAT16, gather_model
 
@@ -372,15 +373,6 @@ def finish_entry(partial: Path, entry: Path) -> None:
     remove(old)
     remove(no_room_note(entry))
     prune_cache(entry.parent)
-
-
-def flush_to_disk(directory: Path) -> None:
-    """fsync each file of `directory`: renamed into place still in the page cache, an entry could come
-    back from a power cut whole in name and size but zero-filled, and zeroed packed weights load and
-    mistranslate. Once per graph built: 34-76 ms for the shipped bundle's two (41 MB), on this virtual disk."""
-    for path in directory.iterdir():
-        with open(path, "rb") as f:
-            os.fsync(f.fileno())
 
 
 CACHE_BYTES = 1 << 30   # the optimized graphs kept, most recently used first: a dozen int8 bundles, or a few fp32
