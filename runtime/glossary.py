@@ -1,11 +1,13 @@
 """A glossary: terms that must be translated one way (a product's names, its UI words), for
 `translate(..., glossary=...)` and `mt-translate --glossary FILE`.
 
-A term found in a sentence (whole words, its capitals as capitals: `pattern_of`) stands behind a
-placeholder name while the model translates, as a URL does (runtime/protect.py), and the glossary's
-translation takes the name's place. One glossary serves both directions of a model: a German-English one also gives the German
-term for the English one. The model never sees the term, so it cannot inflect around it: "Der Datei"
-can come out of a placeholder where German wants "Die Datei".
+A sentence with terms (found as whole words, their capitals as capitals: `pattern_of`) is translated as
+it is first; where that translation lacks a term's translation (`holds`), it is translated again with
+each term behind a placeholder name, as a URL is (runtime/protect.py), and the glossary's translation
+takes the name's place (Translator._decode_again). A translation the model made around the term itself
+fits it (articles, gender, inflection); one around a name may not: "Der Datei" where German wants "Die
+Datei". One glossary serves both directions of a model: a German-English one also gives the German term
+for the English one.
 
 File format (UTF-8, tab-separated): a first line naming the two languages, then one term and its
 translation per line; blank lines and lines starting with "#" are skipped.
@@ -17,6 +19,7 @@ translation per line; blank lines and lines starting with "#" are skipped.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import re
@@ -81,6 +84,15 @@ def in_capitals(text: str) -> bool:
 def key(term: str) -> str:
     """A term as the glossary looks it up: lower-cased, its words parted by one space."""
     return " ".join(term.split()).lower()
+
+
+def holds(translation: str, expected: list[str]) -> bool:
+    """Whether `translation` has each of the glossary's translations in `expected` as often as listed (a term
+    twice in the source, its translation twice), as whole words matched as terms are (`pattern_of`): their
+    capitals as capitals ("Settings" is not in "Open the settings."), their other letters in either case
+    ("file" is in "File was saved.")."""
+    return all(len(re.findall(rf"(?<!\w){pattern_of(text)}(?!\w)", translation)) >= n
+               for text, n in collections.Counter(expected).items())
 
 
 def pattern_of(term: str) -> str:

@@ -78,6 +78,7 @@ class Masked:
     text: str
     spans: list[Span] = field(default_factory=list)
     copies: list[str] = field(default_factory=list)     # words with rare characters (repair_copies)
+    terms: list[str] = field(default_factory=list)      # the glossary's translations it put in, one per term found
     capitals: bool = False                               # written in capitals, read in usual case (casing.py)
 
     @property
@@ -179,6 +180,7 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
     found = [(m.start(), m.end(), True, None) for m in PROTECTED.finditer(text)]
     overlaps = overlap_test(found)
     found += [(a, b, True, term) for a, b, term in (terms.find(text) if terms else []) if not overlaps(a, b)]
+    translations = [term for *_, term in found if term is not None]
     overlaps = overlap_test(found)
     runs = [(a, b, word) for a, b, word in unknown_runs(text, is_unknown) if not overlaps(a, b)]
     # A word the tokenizer would change ("m²" -> "m2", "µg" -> "μg") cannot be copied from its pieces.
@@ -209,7 +211,7 @@ def mask(text: str, is_unknown: Callable[[str], bool], placeholders=PLACEHOLDERS
     n_words = max(len(masked.split()), 1)
     for span, cut in zip(spans, cuts):
         span.position = min(bisect.bisect_left(word_starts, cut) / n_words, 1.0)
-    return Masked(masked, spans, copies)
+    return Masked(masked, spans, copies, terms=translations)
 
 
 def overlap_test(spans: list[tuple]) -> Callable[[int, int], bool]:
