@@ -147,13 +147,13 @@ class TranslateFileScreen(ModalScreen[None]):
                 with translation_progress(progress):
                     result = translate_file(self.translator, job.source.name, data, job.direction[1], job.options,
                                             from_lang=job.direction[0], glossary=job.glossary)
-                decoded = len(cache)
             with atomic_output(job.target, binary=True) as out:
                 out.write(result)
             kept.unlink(missing_ok=True)
-            before = f" ({earlier:,} of them decoded before)" if earlier else ""
-            message = (f"Wrote {job.target}: {decoded:,} sentences{before}, {time.perf_counter() - started:.1f} s.",
-                       False)
+            # No count of sentences: the cache counts decodings, and a sentence may be decoded twice (a rare
+            # word, a glossary term: Translator._decode_again), so a 2-sentence file said "3 sentences"
+            before = f", going on from the {earlier:,} sentences decoded before" if earlier else ""
+            message = (f"Wrote {job.target} in {time.perf_counter() - started:.1f} s{before}.", False)
         except Stopped:
             message = (f"Stopped: the {counts[0]:,} sentences decoded are kept; enter goes on from there.", False)
         except InputError as e:                 # names its file
