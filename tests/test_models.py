@@ -553,13 +553,13 @@ def test_install_dot_takes_the_name_of_the_directory(fixture_bundle, tmp_path, m
 def test_an_installed_model_is_on_disk_before_it_is_put_in_place(fixture_bundle, models_dir, monkeypatch):
     """Renamed into place still in the page cache, a model could come back from a power cut whole in name
     and size but zero-filled (loading checks sizes, not contents). Each file is fsynced before the move."""
-    synced = []
+    synced = []             # (the file, by its inode, which the move keeps; whether the model was in place yet)
     real_fsync = os.fsync
 
     def fsync(fd):
-        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        synced.append((os.fstat(fd).st_ino, (models_dir / "m").exists()))
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
     assert mt_models("install", fixture_bundle, "--name", "m").exit_code == 0
-    assert sorted(p.name for p in (models_dir / "m").iterdir()) == sorted(synced)
+    assert sorted(synced) == sorted((p.stat().st_ino, False) for p in (models_dir / "m").iterdir())

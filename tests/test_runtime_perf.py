@@ -131,7 +131,6 @@ def test_the_cache_key_names_this_cpu():
 @pytest.fixture
 def small_disk(tmp_path):
     """A 4 MB tmpfs (root only: skipped elsewhere), unmounted after the test."""
-    import os
     import subprocess
 
     disk = tmp_path / "disk"
@@ -176,7 +175,6 @@ def test_a_full_cache_disk_is_not_written_to_again_until_it_has_room(fixture_bun
 def read_only():
     """make(directory): read-only until the test ends; a read-only bind mount for root, whom file modes do
     not stop (skipped where it cannot mount), else the modes of its directories."""
-    import os
     import subprocess
 
     mounted, changed = [], []
@@ -238,16 +236,18 @@ def test_a_cache_entry_is_on_disk_before_it_is_put_in_place(fixture_bundle, tmp_
     """The entry was renamed into place with its files perhaps still in the page cache: after a power cut
     it could come back whole in name and size but zero-filled, and zeroed packed weights load and
     mistranslate. Each file is flushed to disk (fsync) before the rename."""
-    synced = []
+    cache = tmp_path / "cache" / "ort"
+    in_place_when_synced = {}       # by inode, which the rename keeps: the entries in place by then
     real_fsync = os.fsync
 
     def fsync(fd):
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        in_place_when_synced[os.fstat(fd).st_ino] = {p.name for p in cache.iterdir()}
         real_fsync(fd)
 
     monkeypatch.setenv("MT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(os, "fsync", fsync)
     Translator(fixture_bundle, variant="int8", threads=ORT_THREADS)
-    for entry in (tmp_path / "cache" / "ort").iterdir():
+    for entry in cache.iterdir():
         for name in ("graph.onnx", "graph.onnx.data", "key"):
-            assert any(Path(path).name == name and f".{entry.name}." in path for path in synced), (entry, name)
+            in_place = in_place_when_synced.get((entry / name).stat().st_ino)
+            assert in_place is not None and entry.name not in in_place, (entry, name)
