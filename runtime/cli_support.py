@@ -76,7 +76,7 @@ def missing_extra(error: ImportError) -> str | None:
 def out_of_memory_line(error: BaseException) -> str | None:
     """The line for running out of memory (a `ulimit -v`, a container's limit) as Python, numpy or a
     shared library says it: a MemoryError, a library that could not be mapped, a thread that could not
-    start; None for any other error. Each had been a traceback of 30 to 70 lines."""
+    start; None for any other error."""
     if isinstance(error, MemoryError):
         return f"out of memory ({error})" if str(error) else "out of memory"
     chain = [error, error.__cause__, error.__context__]      # numpy's ImportError wraps the loader's

@@ -26,7 +26,7 @@ class ProviderError(TranslationError):
 
 class OutOfMemory(ModelLoadError, MemoryError):
     """The model could not be loaded or run for want of memory (a `ulimit -v`, a container's limit, a
-    small machine): ONNX Runtime and SentencePiece say so as their own errors, which had read as a
+    small machine): ONNX Runtime and SentencePiece say so as their own errors, which would read as a
     damaged model ("not a usable ONNX model (std::bad_alloc)")."""
 
 

@@ -116,9 +116,9 @@ def available_cpus() -> int:
 
 def limited_cpus() -> int | None:
     """`available_cpus` where it is fewer than the machine's (taskset, a container's cpuset or CPU quota),
-    else None: ONNX Runtime's default thread count. That default counts the machine's cores: under
-    taskset -c 0 on 2 cores each session had two threads on the one CPU, 13% more CPU time and 100 MB
-    more address space for their stacks and malloc arenas."""
+    else None: ONNX Runtime's default thread count. That default counts the machine's cores, not the
+    mask: two threads on one CPU take 13% more CPU time and ~100 MB more address space (their stacks and
+    malloc arenas)."""
     cpus = available_cpus()
     return cpus if cpus < (os.cpu_count() or 0) else None
 
@@ -278,9 +278,9 @@ def no_room_note(entry: Path) -> Path:
 
 
 def note_no_room(entry: Path) -> None:
-    """Note that `entry` could not be written. Each later load had optimized the graph twice, a save
-    that failed and once more without it: on a full disk 25% more start-up and 45 MB more peak RSS for
-    the shipped model, every run. The note is a leftover that `prune_cache` deletes after an hour."""
+    """Note that `entry` could not be written: without the note each later load optimizes the graph
+    twice, a save that fails and once more without it (on a full disk, for the shipped model, 25% more
+    start-up and 45 MB more peak RSS). The note is a leftover that `prune_cache` deletes after an hour."""
     import shutil
 
     try:

@@ -37,8 +37,7 @@ from .office import Paragraph, PlainText, translate_paragraphs, translated_piece
 
 MAGIC = b"%PDF-"
 # PDFium is not thread-safe: two threads in it at once, even on different documents, crash the process
-# (pypdfium2's docs; 8 threads translating PDFs with one Translator ended in a segfault). What this file
-# does with PDFium holds this lock; the translation in between does not.
+# (pypdfium2's docs). What this file does with PDFium holds this lock; the translation in between does not.
 PDFIUM = threading.Lock()
 MIN_SCALE = 0.6          # the smallest font size a translation is set in, against the source's
 CELL_GAP = 2.0           # a gap on a line wider than this many font sizes parts it (table cells)

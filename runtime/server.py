@@ -202,12 +202,12 @@ class Service:
     queue: int = 32                  # requests that may wait for their turn
     cache: int = 2000                # texts whose answers are kept
     # ... and their characters in all, the texts' and the answers': by count alone, 2,000 texts of 20,000
-    # characters (--char-limit) would hold about 50 MB (400 held 10 MB).
+    # characters (--char-limit) would hold about 50 MB.
     cache_characters: int = 4_000_000
     file_limit: int = 20_000_000     # bytes of a file to translate
     files: int = 32                  # translated files kept for download
     # ... and their bytes in all, the newest whatever its size: by count alone, 32 files of 20 MB (an image
-    # and a line of text translate in a second) held 670 MB.
+    # and a line of text translate in a second) would hold 670 MB.
     download_bytes: int = 64_000_000
     file_char_limit: int = 1_000_000     # characters of a text file (.txt, .html, ...) to translate
     admission: Admission = field(init=False, repr=False)

@@ -120,7 +120,7 @@ def run_epoch(trainer: Trainer, progress: Progress) -> bool:
         per_token = max(window_tokens, 1)
         fields = dict(loss=window_loss / per_token, ppl=math.exp(min(window_nll / per_token, 50)),
                       lr=trainer.scheduler.get_last_lr()[0], tok_s=window_tokens * trainer.world / elapsed)
-        # Every step: a bar updated only at log steps showed loss 0 and lr 0 for the first 50 steps of each epoch.
+        # Every step, not only at log steps: the bar shows the loss and lr from an epoch's first step.
         progress.update(task, completed=bi, **fields)
         if st.step % o.log_every_steps == 0 or bi >= len(batches) or st.step == o.max_steps:
             if not trainer.console.is_terminal:     # the progress bar shows them on a terminal

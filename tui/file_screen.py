@@ -150,8 +150,8 @@ class TranslateFileScreen(ModalScreen[None]):
             with atomic_output(job.target, binary=True) as out:
                 out.write(result)
             kept.unlink(missing_ok=True)
-            # No count of sentences: the cache counts decodings, and a sentence may be decoded twice (a rare
-            # word, a glossary term: Translator._decode_again), so a 2-sentence file said "3 sentences"
+            # No count of sentences: the cache counts decodings, and a sentence may be decoded twice
+            # (Translator._decode_again).
             before = f", going on from the {earlier:,} sentences decoded before" if earlier else ""
             message = (f"Wrote {job.target} in {time.perf_counter() - started:.1f} s{before}.", False)
         except Stopped:
