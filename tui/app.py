@@ -156,9 +156,10 @@ class MTApp(App):
         self.sub_title = f"{name} · {translator.variant}{in_use}"
         self.in_use = str(translator.provider)
         self.provider_note = getattr(translator, "provider_note", "")
-        given = self.given_glossary
-        glossary = None if given is None else given.describe() if self.glossary else \
-            f"{given.describe()}: off, not for this model's languages"
+        glossary = None
+        if self.given_glossary:
+            off = "" if self.glossary else ": off, not for this model's languages"
+            glossary = self.given_glossary.describe() + off
         self.panels.show_model(translator, glossary)
 
     def watch_outcome(self, outcome: Outcome | None) -> None:
