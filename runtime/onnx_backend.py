@@ -231,9 +231,9 @@ def create_session(model: Path | bytes, provider: str, settings: SessionSettings
             if not is_out_of_memory(saving):
                 note_no_room(entry)   # it was (a full disk, a quota)
     except Exception as e:  # ORT raises its own exception types for unreadable or invalid graphs
-        message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         if is_out_of_memory(e):
             raise OutOfMemory(f"{label}: out of memory loading it") from None
+        message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         raise ModelLoadError(f"{label}: not a usable ONNX model ({message})") from None
     if partial is not None:
         finish_entry(partial, entry)
@@ -513,11 +513,11 @@ def run_error(path: Path | str, error: Exception) -> ModelLoadError:
     shorter than max_positions, an embedding table smaller than vocab_size): ORT then fails at run time,
     with an InvalidArgument or a Fail naming a node. The hint is left out where the cause is another:
     memory, or a kernel the provider lacks."""
+    if is_out_of_memory(error):
+        return OutOfMemory(f"{path}: out of memory running it")
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     message = re.sub(r"^(\[ONNXRuntimeError\] : \d+ : \w+ : |Error in execution: )", "", message)
     message = re.sub(r"\S*onnxruntime_src/\S+:\d+ .*? was false\. ", "", message)[:300]   # ORT's source line
-    if is_out_of_memory(error):
-        return OutOfMemory(f"{path}: out of memory running it")
     state = ort.capi.onnxruntime_pybind11_state
     mismatch = (not isinstance(error, (state.NotImplemented, state.EPFail))
                 and not re.search(r"memory|allocat", message, re.IGNORECASE))
