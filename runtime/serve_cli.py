@@ -22,8 +22,8 @@ Examples:
   mt-serve --port 8080 --beam-size 1         # greedy: quicker answers
   mt-serve --queue 0                         # no waiting: a second request at once gets 503
 
-Exit status: 0 stopped by SIGTERM once the requests begun are answered, 1 error (e.g. the port is taken),
-2 usage, 130 interrupted (Ctrl-C), 143 terminated (a second SIGTERM, or requests unanswered after 30 s)."""
+""" + f"""Exit status: 0 stopped by SIGTERM once the requests begun are answered, 1 error (e.g. the port is taken),
+2 usage, 130 interrupted (Ctrl-C), 143 terminated (a second SIGTERM, or requests unanswered after {GRACE_SECONDS} s)."""
 
 
 @command(PROG, epilog=EPILOG)
