@@ -201,8 +201,6 @@ def test_pdf_is_offered_only_where_its_extra_is_installed(monkeypatch):
     assert ".pdf" not in documents.supported() and ".docx" in documents.supported()
 
 
-
-
 # PDFs translated in 8 threads at once by one Translator, in a process of their own: PDFium is not
 # thread-safe, and two threads in it at once crashed the process (a segfault).
 IN_THREADS = """
