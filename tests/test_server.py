@@ -27,6 +27,8 @@ from conftest import ENGLISH, GERMAN
 from mtkit.runtime import DecodeOptions
 from mtkit.runtime.server import Service, make_server
 
+MT_SERVE = Path(sys.executable).parent / "mt-serve"
+
 
 @pytest.fixture(scope="module")
 def url(fixture_bundle):
@@ -208,17 +210,24 @@ def test_answers_are_kept_and_given_again_without_translating(fixture_bundle):
         server.server_close()
 
 
-def test_mt_serve_runs_until_terminated(fixture_bundle, tmp_path):
-    binary = Path(sys.executable).parent / "mt-serve"
-    process = subprocess.Popen([str(binary), "-m", str(fixture_bundle), "--port", "0", "--greedy", "-q", "--threads", "1"],
+def start_mt_serve(model) -> tuple[subprocess.Popen, int]:
+    """mt-serve on a free port, its stderr piped (its banner read), and that port."""
+    process = subprocess.Popen([str(MT_SERVE), "-m", str(model), "--port", "0", "--greedy", "-q", "--threads", "1"],
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    banner = process.stderr.readline()
+    if not (listening := re.search(r"http://127\.0\.0\.1:(\d+)", banner)):
+        process.kill()
+        pytest.fail(f"mt-serve did not start: {banner}")
+    return process, int(listening.group(1))
+
+
+def test_mt_serve_runs_until_terminated(fixture_bundle, tmp_path):
+    process, port = start_mt_serve(fixture_bundle)
     try:
-        banner = process.stderr.readline()
-        port = int(re.search(r"http://127\.0\.0\.1:(\d+)", banner).group(1))
         assert call(f"http://127.0.0.1:{port}", "/translate", {"q": GERMAN[8], "source": "de", "target": "en"}) == \
             (200, {"translatedText": ENGLISH[8]})
         # The same port again: taken, one line, exit 1.
-        second = subprocess.run([str(binary), "-m", str(fixture_bundle), "--port", str(port)], capture_output=True,
+        second = subprocess.run([str(MT_SERVE), "-m", str(fixture_bundle), "--port", str(port)], capture_output=True,
                                 text=True, timeout=60)
         assert second.returncode == 1 and second.stderr.strip().startswith(f"mt-serve: error: cannot listen on "
                                                                           f"127.0.0.1:{port}")
@@ -319,7 +328,7 @@ def test_a_server_wide_glossary(fixture_bundle, tmp_path):
         server.server_close()
     bad = tmp_path / "g.tsv"
     bad.write_text("Bananen\tplantains\n", encoding="utf-8")
-    done = subprocess.run([str(Path(sys.executable).parent / "mt-serve"), "--glossary", str(bad), "--port", "0"],
+    done = subprocess.run([str(MT_SERVE), "--glossary", str(bad), "--port", "0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith(f"mt-serve: error: {bad}, line 1:")
 
@@ -394,7 +403,7 @@ def test_a_method_http_server_does_not_know_gets_json_too(url):
 def test_mt_serve_refuses_a_glossary_for_another_pair(fixture_bundle, tmp_path):
     glossary = tmp_path / "g.tsv"
     glossary.write_text("de\tfr\nHaus\tmaison\n", encoding="utf-8")
-    done = subprocess.run([str(Path(sys.executable).parent / "mt-serve"), "-m", str(fixture_bundle), "--threads", "1",
+    done = subprocess.run([str(MT_SERVE), "-m", str(fixture_bundle), "--threads", "1",
                            "--glossary", str(glossary), "--port", "0"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 1 and done.stderr == (f"mt-serve: error: {glossary}: the glossary is for de and fr, but "
@@ -747,11 +756,8 @@ def test_sigterm_answers_the_requests_begun_then_exits(fixture_bundle):
     answering got an empty reply (curl: 52). Now new connections are refused, those begun are answered,
     then it exits 0: a clean stop, as gunicorn's and uvicorn's (systemd counted its 143 as a failure).
     The request is begun for sure: the server has said 100 Continue to its headers."""
-    binary = Path(sys.executable).parent / "mt-serve"
-    process = subprocess.Popen([str(binary), "-m", str(fixture_bundle), "--port", "0", "--greedy", "-q", "--threads", "1"],
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    process, port = start_mt_serve(fixture_bundle)
     try:
-        port = int(re.search(r"http://127\.0\.0\.1:(\d+)", process.stderr.readline()).group(1))
         body = json.dumps({"q": GERMAN[8], "source": "de", "target": "en"}).encode()
         with socket.create_connection(("127.0.0.1", port)) as sock:
             sock.settimeout(30)
