@@ -20,9 +20,9 @@ Requests are read in threads, but only `concurrency` translate at once (one alre
 busy); up to `queue` more wait their turn, and past that a request gets 503 with Retry-After, so that
 a burst of clients slows the server down instead of running it out of memory; for that too, the bodies
 held at once (read, waiting or translating) fit in `concurrency` + 3 of the largest, and a request past
-that is 503 before its body is read. The answer to each text is kept (the last `cache`
-texts asked for, `cache_characters` at most), so a page or an app asking for the same strings again is answered at once. `api_key` is accepted and
-ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
+that is 503 before its body is read. The answer to each text is kept (the last `cache` texts asked
+for, `cache_characters` at most), so a page or an app asking for the same strings again is answered
+at once. `api_key` is accepted and ignored: the server is for this machine, and listens on 127.0.0.1 unless told otherwise. Browsers
 may call it from another origin only when `cors` names that origin (or "*"): a request with another
 Origin is 403, and so, on loopback, is one whose Host is not this machine (DNS rebinding). A client that goes away
 is one line in the log, and its translation stops after the batch being decoded. At most

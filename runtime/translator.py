@@ -127,8 +127,9 @@ class Translator:
 
         provider: "cpu", "cuda" (an error if CUDA is not usable) or "auto" (CUDA if usable, else CPU).
         variant: "auto" (int8 on CPU when the bundle has it, fp16 on CUDA when it has it, else fp32),
-        or "fp32" / "int8" / "fp16". threads: ONNX Runtime intra-op threads (None = its default, at most the CPUs the process may use; the
-        int8 graphs' parallel batches share them, see `SessionSettings.for_variant`).
+        or "fp32" / "int8" / "fp16". threads: ONNX Runtime intra-op threads (None = its default, at most
+        the CPUs the process may use; the int8 graphs' parallel batches share them, see
+        `SessionSettings.for_variant`).
         graph_optimization ("disable" / "basic" / "extended" / "all"), memory_arena and spinning (idle
         ORT threads busy-wait: can help on an otherwise idle CPU, hurts on a shared one) are ORT session
         options. io_binding: keep the KV cache on the device between steps (default: on for CUDA).
