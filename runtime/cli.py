@@ -140,7 +140,6 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
             refuse_inputs(output, [("-i", input_file), ("--prefixes", prefixes), ("--glossary", glossary)])
     except InputError as e:
         raise CommandError(str(e)) from None
-    glossary_file = glossary
     if glossary:
         from .glossary import Glossary, GlossaryError
         try:
@@ -170,13 +169,10 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         if from_lang:                   # checked, and picks the default target
             to = translator.target_from(from_lang, to)
         translator.tag_id(to)
+        if glossary:
+            glossary.check_model(translator)
     except (TranslationError, InputError) as e:
         raise CommandError(str(e)) from None
-    if glossary:
-        try:
-            glossary.check_model(translator)
-        except GlossaryError as e:
-            raise CommandError(f"{glossary_file}: {e}") from None
     asked_for_auto = click.get_current_context().get_parameter_source("provider") != ParameterSource.DEFAULT
     if provider == "auto" and asked_for_auto and not quiet:
         print(f"{PROG}: provider auto: using {translator.provider} ({translator.provider_note})", file=sys.stderr)
@@ -288,7 +284,7 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
         try:
             if input_file and input_file != "-" and output and output != "-":     # the lines done survive
                 job = job_description(input_file, translator, from_lang, to, fmt, options, no_split, prefix,
-                                      prefixes, glossary_file, batch_size)
+                                      prefixes, glossary and glossary.path, batch_size)
                 write_resumable(output, job, write_all, total, quiet)
             else:
                 write_output(output, write_all)

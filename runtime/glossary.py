@@ -25,7 +25,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import TranslationError
@@ -111,6 +111,7 @@ class Glossary:
     source: str
     target: str
     entries: tuple[tuple[str, str], ...]
+    path: str | None = field(default=None, compare=False)     # the file `read` read, as given: errors name it
 
     @classmethod
     def from_pairs(cls, source: str, target: str, pairs) -> Glossary:
@@ -155,7 +156,7 @@ class Glossary:
                 raise GlossaryError(f"{path}, line {n}: expected a term and its translation, separated by one tab")
         (_, (source, target)), pairs = rows[0], [fields for _, fields in rows[1:]]
         try:
-            return cls.from_pairs(source.strip(), target.strip(), pairs)
+            return replace(cls.from_pairs(source.strip(), target.strip(), pairs), path=str(path))
         except GlossaryError as e:
             if e.entry is None:
                 raise GlossaryError(f"{path}: {e}") from None
@@ -167,8 +168,8 @@ class Glossary:
         pairs = translator.directions or [(a, b) for a in translator.source_languages for b in translator.languages]
         if (self.source, self.target) not in pairs and (self.target, self.source) not in pairs:
             model = ", ".join(f"{a} -> {b}" for a, b in translator.directions) or ", ".join(translator.languages)
-            raise GlossaryError(f"the glossary is for {self.source} and {self.target}, but this model translates "
-                                f"{model}")
+            raise GlossaryError(f"{f'{self.path}: ' if self.path else ''}the glossary is for {self.source} and "
+                                f"{self.target}, but this model translates {model}")
 
     def terms(self, source: str | None, target: str) -> Terms | None:
         """The terms to apply to a sentence in `source` translated into `target`: the entries as given,

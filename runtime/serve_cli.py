@@ -63,26 +63,22 @@ def main(model, provider, variant, threads, host, port, char_limit, file_limit, 
     import warnings
 
     from .errors import TranslationError
-    from .glossary import Glossary, GlossaryError
+    from .glossary import Glossary
     from .language_id import LanguageWarning
     from .server import Service, make_server
     from .translator import LongInputWarning, Translator
 
     warnings.simplefilter("ignore", LongInputWarning)      # a request's own business, not the server log's
     warnings.simplefilter("ignore", LanguageWarning)
-    glossary_file = glossary
     try:
         glossary = Glossary.read(glossary) if glossary else None     # before the model: a bad file fails at once
         translator = Translator(model, provider=provider, threads=threads, variant=variant,
                                 max_batch_tokens=max_batch_tokens, max_batch_sentences=max_batch_sentences)
         translator.decode_options(options)
+        if glossary:
+            glossary.check_model(translator)
     except TranslationError as e:
         raise CommandError(str(e)) from None
-    if glossary:
-        try:
-            glossary.check_model(translator)
-        except GlossaryError as e:
-            raise CommandError(f"{glossary_file}: {e}") from None
     try:
         service = Service(translator, options, char_limit, cors, glossary, concurrency, queue, cache,
                           file_limit=file_limit * 1_000_000, file_char_limit=file_char_limit)

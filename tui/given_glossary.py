@@ -25,7 +25,7 @@ class GivenGlossary:
         try:
             self.glossary.check_model(translator)
         except GlossaryError as e:
-            return f"{self.path}: {e}"
+            return str(e)               # names the file
         return None
 
     def describe(self) -> str:
