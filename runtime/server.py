@@ -13,9 +13,10 @@ and anything that speaks JSON, can use a local model:
                                          are kept in memory)
     GET  /frontend/settings  ->  the limits and file types LibreTranslate's clients ask for
 
-Bodies are JSON or form-encoded. A bad request gets status 400 (413 when over the size limits, 408
-when its body stops coming) and {"error": "..."}; a fault of the model or the machine gets 500, its
-detail in the server's log only (it names the server's files). One Translator serves every request.
+Bodies are JSON or form-encoded, and fields may come in the URL too. A bad request gets status 400
+(413 when over the size limits, 408 when its body stops coming) and {"error": "..."}; a fault of the
+model or the machine gets 500, its detail in the server's log only (it names the server's files). One
+Translator serves every request.
 Requests are read in threads, but only `concurrency` translate at once (one already keeps every core
 busy); up to `queue` more wait their turn, and past that a request gets 503 with Retry-After, so that
 a burst of clients slows the server down instead of running it out of memory; for that too, the bodies
@@ -508,7 +509,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise RequestError(404, f"no such endpoint: POST {path or '/'}")
             length, kind = self._body_length()
             with self.service.bodies.hold(length):
-                params = self._params(length, kind)
+                # Fields may come in the URL too, as LibreTranslate takes them (deep-translator sends them all
+                # there); the body's win.
+                params = {**_form_fields(urlsplit(self.path).query), **self._params(length, kind)}
                 with translation_progress(self._stop_if_gone):      # told after each batch: a good time to stop
                     status, answer = 200, getattr(self.service, POST_ROUTES[path])(params)
             if "translatedFileUrl" in answer:               # a whole address, as LibreTranslate gives
@@ -612,12 +615,7 @@ class Handler(BaseHTTPRequestHandler):
                                     f"{e.start})") from None
         looks_json = text.lstrip().startswith(("{", "["))     # curl -d sends JSON as a form unless told
         if not looks_json and (kind == "application/x-www-form-urlencoded" or "=" in text):
-            try:        # strict: bytes that are not UTF-8 would become U+FFFD, and be translated as ""
-                form = parse_qs(text, keep_blank_values=True, errors="strict")
-            except UnicodeDecodeError as e:
-                raise RequestError(400, f"Invalid request: a form field is not UTF-8 once percent-decoded (byte "
-                                        f"{e.object[e.start]:#x})") from None
-            return {key: values if key == "q" and len(values) > 1 else values[-1] for key, values in form.items()}
+            return _form_fields(text)
         try:
             params = json.loads(text) if text.strip() else {}
             json.dumps(params, ensure_ascii=False).encode("utf-8")     # "\ud800" alone reads as no character
@@ -659,6 +657,16 @@ class Handler(BaseHTTPRequestHandler):
     def _log_fault(self, format, *args):
         """A fault of the server's: logged even when quiet, which leaves out only the line per request."""
         super().log_message(format, *args)
+
+
+def _form_fields(text: str) -> dict:
+    """A form-encoded body's (or a query string's) fields: each field's last value, and `q` a list if repeated."""
+    try:        # strict: bytes that are not UTF-8 would become U+FFFD, and be translated as ""
+        form = parse_qs(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError as e:
+        raise RequestError(400, f"Invalid request: a form field is not UTF-8 once percent-decoded (byte "
+                                f"{e.object[e.start]:#x})") from None
+    return {key: values if key == "q" and len(values) > 1 else values[-1] for key, values in form.items()}
 
 
 def _form_data(content_type: str, body: bytes) -> dict:

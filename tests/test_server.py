@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -74,6 +75,18 @@ def test_form_bodies_and_json_sent_as_a_form(url):
         (200, {"translatedText": ENGLISH[4]})
     as_form = json.dumps({"q": GERMAN[5], "source": "de", "target": "en"}).encode()     # what curl -d does
     assert call(url, "/translate", raw=as_form, content_type="application/x-www-form-urlencoded") == \
+        (200, {"translatedText": ENGLISH[5]})
+
+
+def test_fields_in_the_query_string_as_deep_translator_sends_them(url):
+    """deep-translator's LibreTranslator posts an empty body with every field in the URL
+    (requests.post(url, params=...)); LibreTranslate reads both (Flask's request.values)."""
+    query = urllib.parse.urlencode({"q": GERMAN[4], "source": "de", "target": "en", "format": "text", "api_key": "k"})
+    request = urllib.request.Request(f"{url}/translate?{query}", data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert json.loads(response.read()) == {"translatedText": ENGLISH[4]}
+    form = f"q={GERMAN[5]}&target=en".encode()
+    assert call(url, "/translate?source=de", raw=form, content_type="application/x-www-form-urlencoded") == \
         (200, {"translatedText": ENGLISH[5]})
 
 
