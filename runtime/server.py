@@ -237,9 +237,14 @@ class Service:
         return {"status": "ok", "languages": self.translator.languages}
 
     def settings(self) -> dict:
+        # The languages a translation page starts from, as LibreTranslate names them: detected, into the
+        # first source language's first target.
+        target = self.languages()[0]["targets"][0]
         return {"charLimit": self.char_limit, "filesTranslation": True, "fileLimitBytes": self.file_limit,
                 "fileCharLimit": self.file_char_limit,
-                "supportedFilesFormat": supported(), "apiKeys": False, "keyRequired": False, "suggestions": False}
+                "supportedFilesFormat": supported(), "apiKeys": False, "keyRequired": False, "suggestions": False,
+                "language": {"source": {"code": "auto", "name": "Auto Detect"},
+                             "target": {"code": target, "name": LANGUAGE_NAMES.get(target, target)}}}
 
     def translate_file(self, params: dict) -> dict:
         """The file in `params` translated and kept for download; its path in the answer."""

@@ -90,6 +90,13 @@ def test_fields_in_the_query_string_as_deep_translator_sends_them(url):
         (200, {"translatedText": ENGLISH[5]})
 
 
+def test_frontend_settings_name_the_default_languages(url):
+    """libretranslate-aio's frontend_settings() reads language.source and language.target (KeyError without)."""
+    status, settings = call(url, "/frontend/settings")
+    assert status == 200 and settings["language"] == {"source": {"code": "auto", "name": "Auto Detect"},
+                                                      "target": {"code": "en", "name": "English"}}
+
+
 def test_alternatives_and_html(url):
     status, answer = call(url, "/translate", {"q": GERMAN[6], "source": "de", "target": "en", "alternatives": 2})
     assert status == 200 and len(answer["alternatives"]) == 2 and all(isinstance(a, str) for a in answer["alternatives"])
