@@ -71,8 +71,10 @@ def resolve_files(translator, source_file, ref_file, corpus, data_dir, from_lang
                                f"languages ({', '.join('.' + lang for lang in translator.source_languages)})")
     # The reference's suffix is read among all the model's languages, so that a de->en model given test.de as
     # the reference says so, instead of scoring English against German.
-    if to is None and (named := suffix_language(ref_file, sorted({*translator.languages, *translator.source_languages}))):
-        if translator.directions and from_lang in translator.source_languages and (from_lang, named) not in translator.directions:
+    named = suffix_language(ref_file, sorted({*translator.languages, *translator.source_languages}))
+    if to is None and named:
+        known_source = from_lang in translator.source_languages
+        if translator.directions and known_source and (from_lang, named) not in translator.directions:
             raise click.UsageError(f"the name of {ref_file} says it is in {named}, which this model does not translate "
                                    f"{from_lang} into ({', '.join(f'{a}->{b}' for a, b in translator.directions)}); "
                                    f"give the reference in the target language, or --to")
