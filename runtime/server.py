@@ -289,6 +289,8 @@ class Service:
         found = language_id.detect(text, self.translator.lexicon) if language_id.has_letters(text) else {}
         ours = sorted(((p, code) for code, p in found.items() if code in self.translator.source_languages),
                       reverse=True)
+        if not ours:        # no letters to tell by: LibreTranslate's answer, never an empty list
+            return [{"language": self.translator.default_language, "confidence": 0.0}]
         return [{"language": code, "confidence": round(100 * p, 1)} for p, code in ours]
 
     def translate(self, params: dict) -> dict:
@@ -337,7 +339,7 @@ class Service:
             raise refusal(e) from None
         answer = {"translatedText": [tr.text for tr in translations]}
         if source == "auto":
-            answer["detectedLanguage"] = [_detected(tr) for tr in translations]
+            answer["detectedLanguage"] = [_detected(tr, self.translator.default_language) for tr in translations]
         if alternatives:
             answer["alternatives"] = [[h.text for h in tr.hypotheses[1:]] for tr in translations]
         return answer
@@ -419,7 +421,12 @@ class HeaderReads(socket.SocketIO):
         self._sock.settimeout(self.timeout)
 
 
-def _detected(tr) -> dict:
+def _detected(tr, default: str) -> dict:
+    """The language a Translation was taken to be in, with its confidence in percent; for a text with no
+    language to tell (numbers, emoji), `default` with 0, as LibreTranslate answers ("en", 0): its clients
+    take the language for a string."""
+    if tr.language is None:
+        return {"language": default, "confidence": 0.0}
     sentence = next((s for s in tr.languages if s.language == tr.language), None)
     probability = sentence.probability if sentence and sentence.probability is not None else 0.0
     return {"language": tr.language, "confidence": round(100 * probability, 1)}

@@ -122,7 +122,14 @@ def test_a_prefix_starts_each_translation(url):
 def test_detect(url):
     status, answer = call(url, "/detect", {"q": "Das ist ein sehr kleines Haus und wir wohnen gern darin."})
     assert status == 200 and answer[0]["language"] == "de" and answer[0]["confidence"] > 50
-    assert call(url, "/detect", {"q": "12 345"}) == (200, [])
+
+
+def test_a_text_without_letters_is_detected_as_the_default_language_with_no_confidence(url):
+    """As LibreTranslate answers ("en", 0.0): typed clients (kotlinx.serialization's `language: String`, serde's
+    String) fail on a null language, and `detect(q)[0]` on an empty list."""
+    assert call(url, "/detect", {"q": "12 345"}) == (200, [{"language": "en", "confidence": 0.0}])
+    status, answer = call(url, "/translate", {"q": "12 345", "source": "auto", "target": "de"})
+    assert status == 200 and answer["detectedLanguage"] == {"language": "en", "confidence": 0.0}
 
 
 @pytest.mark.parametrize("path, data, raw, status, message", [
