@@ -300,13 +300,11 @@ class Service:
         if fmt not in ("text", "html"):
             raise RequestError(400, f"Invalid request: format must be text or html, not {fmt!r}")
         alternatives = _count(params.get("alternatives", 0), "alternatives")
-        if alternatives and fmt == "html":
-            raise RequestError(400, "Invalid request: alternatives are for format text")
         prefix = params.get("prefix")
         if prefix is not None and fmt == "html":
             raise RequestError(400, "Invalid request: prefix is for format text")
         options = self.options
-        if alternatives:            # an n-best list needs a beam at least that wide (or sampling's draws)
+        if alternatives and fmt == "text":      # an n-best list needs a beam at least that wide (or sampling's draws)
             wider = {} if options.sampling else {"beam_size": max(options.beam_size, alternatives + 1)}
             options = replace(options, num_hypotheses=alternatives + 1, **wider)
         try:
@@ -331,8 +329,11 @@ class Service:
         """The answer's lists: one translation per text, and what else the request asked for."""
         try:
             if fmt == "html":
-                return {"translatedText": translate_fragments(self.translator, texts, target, options,
-                                                              from_lang=source, glossary=self.glossary)}
+                answer = {"translatedText": translate_fragments(self.translator, texts, target, options,
+                                                                from_lang=source, glossary=self.glossary)}
+                if alternatives:    # none for HTML, as LibreTranslate answers (its page asks for 3 in any format)
+                    answer["alternatives"] = [[] for _ in texts]
+                return answer
             translations = self.translator.translate(texts, target, options, from_lang=source, glossary=self.glossary,
                                                      prefix=prefix)
         except TranslationError as e:
