@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -45,9 +46,11 @@ def user_env(tmp_path: Path) -> dict:
 @pytest.mark.wheel
 def test_the_wheel_translates_out_of_the_box(tmp_path):
     src = source_tree(tmp_path / "src")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"),
-                    str(src)], check=True, capture_output=True)
-    [wheel] = (tmp_path / "dist").glob("mtkit-*.whl")
+    # Without --wheel, build makes the sdist and then the wheel from it: the sdist holds what the wheel needs.
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(src)],
+                   check=True, capture_output=True)
+    [sdist], [wheel] = (tmp_path / "dist").glob("mtkit-*.tar.gz"), (tmp_path / "dist").glob("mtkit-*.whl")
+    assert_the_sdist_holds_what_packagers_use(sdist)
     assert wheel.stat().st_size <= MAX_WHEEL_MB * 2**20
     assert_readme_states_the_wheel_size(wheel.stat().st_size / 1e6)
     names = zipfile.ZipFile(wheel).namelist()
@@ -77,6 +80,16 @@ def test_the_wheel_translates_out_of_the_box(tmp_path):
     page = run("mt-translate", "--html", "--from", "de", "<p>Das ist <b>sehr</b> wichtig.</p>")
     assert page.startswith("<p>") and page.count("<b>") == 1 and page.endswith("</p>\n")
     assert "--subtitles" in run("mt-translate", "--help") and run("mt-serve", "--help").startswith("Usage: mt-serve")
+
+
+def assert_the_sdist_holds_what_packagers_use(sdist: Path):
+    """A distribution rebuilds from the sdist and runs the tests there: setuptools alone took
+    tests/test_*.py without conftest.py and the fixtures (MANIFEST.in adds them)."""
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"LICENSE", "README.md", "constraints.txt", "docs/models.md", "tests/conftest.py",
+            "tests/fixtures/model/bundle/config.json", "models/de-en/encoder.int8.onnx", "mtkit/py.typed"} <= names
+    assert not any("__pycache__" in name for name in names) and "models/de-en/checkpoint.fp16.pt" not in names
 
 
 def assert_readme_states_the_wheel_size(megabytes: float):
