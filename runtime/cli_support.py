@@ -66,10 +66,18 @@ def sigterm_raises():
 
 
 def missing_extra(error: ImportError) -> str | None:
-    """The line to show for an optional module that is not installed, or None for any other ImportError."""
+    """The line to show for an optional module that is not installed, or installed but failing to load (its
+    shared library missing, built for another numpy), or None for any other ImportError."""
     name = (error.name or "").split(".")[0]
     if isinstance(error, ModuleNotFoundError) and name in EXTRAS:
         return f"{name} is not installed; install it with: pip install {EXTRAS[name]}"
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    raised_in = frame.tb_frame.f_globals.get("__name__", "").split(".")[0] if frame else ""
+    if raised_in in EXTRAS:             # raised by the extra's own code as it loads
+        return (f"{raised_in} is installed but cannot be loaded ({error}); reinstall it: "
+                f"pip install --force-reinstall {EXTRAS[raised_in]}")
     return None
 
 

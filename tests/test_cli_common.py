@@ -403,3 +403,18 @@ def test_a_closed_stdin_or_stdout_is_one_line_not_a_traceback(fixture_bundle):
         name = Path(command[0]).name
         assert (no_stdout.returncode, no_stdout.stderr) == (1, f"{name}: error: stdout: cannot write "
                                                                f"(Bad file descriptor)\n"), name
+
+
+def test_an_extra_installed_but_broken_is_one_line(tmp_path, fixture_bundle):
+    """onnxruntime installed but failing to load (its shared library missing or built for another numpy)
+    gave ImportError's traceback: only a module not installed at all was one line."""
+    broken = tmp_path / "onnxruntime"
+    broken.mkdir()
+    (broken / "__init__.py").write_text(
+        "raise ImportError('libonnxruntime.so.1: cannot open shared object file: No such file or directory')\n")
+    done = subprocess.run([str(BIN / "mt-translate"), "-m", str(fixture_bundle), "Hallo"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == ("mt-translate: error: onnxruntime is installed but cannot be loaded (libonnxruntime.so.1: "
+                           "cannot open shared object file: No such file or directory); reinstall it: pip install "
+                           "--force-reinstall 'mtkit[cpu]' (or 'mtkit[gpu]' for CUDA)\n")
