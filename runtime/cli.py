@@ -198,6 +198,9 @@ def main(text, model, from_lang, to, provider, variant, threads, input_file, out
     try:
         if text:
             lines, total = iter(text), len(text)
+            for named in (t for t in text if not quiet and is_file_name(t)):
+                print(f"{PROG}: note: {named!r} is a file; its name is translated as text (-i {named} translates "
+                      f"what it holds)", file=sys.stderr)
         elif input_file and input_file != "-":
             from .paragraphs import looks_wrapped
             if whole or not os.path.isfile(input_file):        # a FIFO (-i <(zcat ...)) is read once
@@ -457,6 +460,13 @@ def typed_lines():
         except UnicodeDecodeError as e:
             raise InputError(f"stdin: invalid {e.encoding} (byte {e.object[e.start]:#x}); "
                              f"set the terminal to UTF-8") from None
+
+
+def is_file_name(text: str) -> bool:
+    """An argument that names a file here, one word with a path or a suffix (`in.txt`, `./notes`): given as
+    text by mistake, where -i was meant."""
+    word = text.strip()
+    return bool(word) and " " not in word and ("/" in word or "." in word) and os.path.isfile(word)
 
 
 def input_note(lineno: int, source: str) -> str | None:

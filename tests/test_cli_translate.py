@@ -610,3 +610,15 @@ def test_a_training_runs_directory_says_to_export_its_checkpoint(capsys, monkeyp
     (run_dir / "final.pt").write_bytes(b"")
     code, _, err = cli(capsys, monkeypatch, "-m", str(run_dir), "Hallo")
     assert code == 1 and f"e.g. mt-export {run_dir / 'final.pt'} (mt-eval" in err
+
+
+def test_an_argument_that_names_a_file_gets_a_note_pointing_to_i(capsys, monkeypatch, tmp_path):
+    """'mt-translate notes.txt' translates the words 'notes.txt', as documented (files go through -i), and
+    said nothing: a user who meant the file got its name back."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text(f"{GERMAN[0]}\n", encoding="utf-8")
+    code, out, err = cli(capsys, monkeypatch, "--beam-size", "1", "notes.txt", GERMAN[1])
+    assert code == 0 and out.splitlines()[1] == ENGLISH[1]        # the name's "translation" is the model's
+    assert err == "mt-translate: note: 'notes.txt' is a file; its name is translated as text (-i notes.txt translates what it holds)\n"
+    code, out, err = cli(capsys, monkeypatch, "-q", "--beam-size", "1", "notes.txt")
+    assert code == 0 and err == ""
