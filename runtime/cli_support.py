@@ -130,7 +130,8 @@ class Command(click.Command):
                 click.echo(f"{prog}: terminated", err=True)
                 code = 143
             except (ImportError, MemoryError, RuntimeError) as e:
-                message = (missing_extra(e) if isinstance(e, ImportError) else None) or out_of_memory_line(e)
+                # Out of memory first: a library that could not be mapped is no broken install
+                message = out_of_memory_line(e) or (missing_extra(e) if isinstance(e, ImportError) else None)
                 if message is None:
                     raise
                 click.echo(f"{prog}: error: {message}", err=True)
