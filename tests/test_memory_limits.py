@@ -45,6 +45,7 @@ def test_too_little_memory_is_one_line_saying_so(fixture_bundle, tmp_path):
     for megabytes, returncode, stderr in failures:
         assert "Traceback" not in stderr, (megabytes, stderr)
         ours = [line for line in stderr.splitlines() if line.startswith("mt-translate:")]
-        # A native library may end the process itself before mtkit can say anything (OpenBLAS does).
-        assert ours == [] or (stderr.count("\n"), returncode) == (1, 1), (megabytes, stderr)
+        # A native library may end the process itself before mtkit can say anything (OpenBLAS does), or
+        # print its own line first (ONNX Runtime's "Schema error: std::bad_alloc", under env -i): not ours
+        assert ours == [] or (len(ours), returncode) == (1, 1), (megabytes, stderr)
         assert all("out of memory" in line and "not a usable" not in line for line in ours), (megabytes, stderr)
