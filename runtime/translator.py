@@ -653,10 +653,15 @@ class Translator:
                 continue
             translation = self._restore(seg, self.model_text(results[seg.parts[0]].hypotheses[0].tokens))
             lost = [word for word in seg.masked.copies if word not in translation]
-            missing = seg.plain_first and self._lacks_terms(seg, translation)
+            if not (lost or seg.plain_first):
+                continue
+            masked = self._mask(seg, seg.terms, names=lost)     # what it goes again as, if it does
+            missing = False
+            if seg.plain_first:
+                from .glossary import holds         # only with a glossary: off the start-up path
+                missing = not holds(translation, masked.terms)      # one per term found: twice, twice
             if not (lost or missing):
                 continue
-            masked = self._mask(seg, seg.terms, names=lost)
             ids = self.tokenizer.encode(masked.text)
             # One that lacks a term goes again even past a clause's length (it was within it without its
             # terms): its terms must go in.
@@ -670,13 +675,6 @@ class Translator:
         for (seg, masked, ids), result in zip(again, redone):
             if result.hypotheses:
                 seg.masked, sources[seg.parts[0]], results[seg.parts[0]] = masked, ids, result
-
-    def _lacks_terms(self, seg: _Segment, translation: str) -> bool:
-        """Whether `translation` lacks the translation of a glossary term of `seg` (as often as the sentence
-        has the term): those that its terms behind names would put in."""
-        from .glossary import holds          # only with a glossary: off the start-up path
-
-        return not holds(translation, self._mask(seg, seg.terms).terms)
 
     def _mask(self, seg: _Segment, terms: Terms | None = None, names: Collection[str] = ()) -> Masked:
         """A segment's sentence as the model is to read it: protect.mask (with glossary `terms` and `names`),
