@@ -262,18 +262,9 @@ def main(model, from_lang, to, provider, variant, threads, source_file, ref_file
 def hyps_job(translator, src_path, src_lang, tgt, options, split_sentences, sentences) -> dict:
     """What makes two runs' --output-hyps the same job, one going on with the other's hypotheses
     (resumable.resumable_output): the source file as it is on disk, the model, and the options."""
-    import hashlib
-    import os
+    from mtkit.runtime.resumable import model_identity, on_disk
 
-    from mtkit.runtime.bundle_format import CONFIG_FILE
-
-    def on_disk(path) -> list:
-        stat = os.stat(path)
-        return [os.path.realpath(path), stat.st_size, stat.st_mtime_ns]
-
-    model = Path(translator.path)           # a checkpoint file, or a bundle directory
-    return {"source": on_disk(src_path), "sentences": sentences,
-            "model": on_disk(model) if model.is_file() else hashlib.sha256((model / CONFIG_FILE).read_bytes()).hexdigest(),
+    return {"source": on_disk(src_path), "sentences": sentences, "model": model_identity(translator.path),
             "variant": translator.variant, "from": src_lang, "to": tgt, "options": dataclasses.asdict(options),
             "split": split_sentences, "chunk": CHUNK}      # a sample's draws depend on its batch
 

@@ -429,14 +429,12 @@ def job_description(input_file, translator, from_lang, to, fmt, options, no_spli
     import dataclasses
     import hashlib
 
-    from .bundle_format import CONFIG_FILE
+    from .resumable import model_identity, on_disk
 
     def digest(path) -> str | None:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
 
-    stat = os.stat(input_file)
-    return {"input": os.path.realpath(input_file), "input_size": stat.st_size, "input_mtime_ns": stat.st_mtime_ns,
-            "model": digest(Path(translator.path) / CONFIG_FILE), "variant": translator.variant,
+    return {"input": on_disk(input_file), "model": model_identity(translator.path), "variant": translator.variant,
             "from": from_lang or "auto", "to": to, "format": fmt, "options": dataclasses.asdict(options),
             "split": not no_split, "prefix": prefix, "prefixes": digest(prefixes), "glossary": digest(glossary_file),
             # A sample's draws depend on its batch; a search's result does not (batch-invariant).

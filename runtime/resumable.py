@@ -42,6 +42,23 @@ class ResumableOutput:
         self.file.flush()
 
 
+def on_disk(path: str | Path) -> list:
+    """A file as it is on disk, for a job's description: its real path, size and modification time."""
+    stat = os.stat(path)
+    return [os.path.realpath(path), stat.st_size, stat.st_mtime_ns]
+
+
+def model_identity(path: str | Path) -> str | list:
+    """A model, for a job's description: a bundle directory by its config.json's sha256 (which records
+    each file's), a checkpoint file as it is on disk."""
+    import hashlib
+
+    from .bundle_format import CONFIG_FILE
+
+    path = Path(path)
+    return on_disk(path) if path.is_file() else hashlib.sha256((path / CONFIG_FILE).read_bytes()).hexdigest()
+
+
 def partial_paths(path: Path) -> tuple[Path, Path]:
     """The lines done so far and the job they belong to, beside the file `path` resolves to."""
     target = Path(os.path.realpath(path))
