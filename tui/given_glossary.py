@@ -12,13 +12,17 @@ from mtkit.runtime.glossary import Glossary, GlossaryError
 
 @dataclass(frozen=True)
 class GivenGlossary:
-    path: str               # as given: the messages name it so, as mt-translate's do
     glossary: Glossary
 
     @classmethod
     def read(cls, path: str) -> GivenGlossary:
         """The file read; a GlossaryError names the file and the line at fault."""
-        return cls(path, Glossary.read(path))
+        return cls(Glossary.read(path))
+
+    @property
+    def path(self) -> str:
+        """The file as given: the messages name it so, as mt-translate's do."""
+        return self.glossary.path
 
     def misfit(self, translator) -> str | None:
         """Why the glossary cannot be used with `translator`'s model (its languages are others), or None."""
