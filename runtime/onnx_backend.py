@@ -269,7 +269,7 @@ def optimized_copy(model: Path, provider: str, settings: SessionSettings) -> tup
     # start-up. The key file inside the entry settles a clash of names.
     data = key.encode()
     entry = directory / f"{model.stem}-{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
-    return None if no_room(entry) else (entry, key)
+    return None if no_room(entry, st.st_size) else (entry, key)
 
 
 def no_room_note(entry: Path) -> Path:
@@ -289,8 +289,11 @@ def note_no_room(entry: Path) -> None:
         pass
 
 
-def no_room(entry: Path) -> bool:
-    """Whether `entry` did not fit and the disk has no more room now than then (see `note_no_room`)."""
+def no_room(entry: Path, needed: int) -> bool:
+    """Whether `entry` did not fit and the disk has no room for it yet: no more free than then (see
+    `note_no_room`), or less than `needed`, its graph's size, which the entry holds at least. The two
+    graphs are built at once, so the free bytes noted for one may have been the other's failed copy's,
+    freed since: more free than then, and still no room."""
     try:
         then = int(no_room_note(entry).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -298,7 +301,7 @@ def no_room(entry: Path) -> bool:
     import shutil
 
     try:
-        return shutil.disk_usage(entry.parent).free <= then
+        return shutil.disk_usage(entry.parent).free <= max(then, needed)
     except OSError:
         return False
 

@@ -130,12 +130,13 @@ def test_the_cache_key_names_this_cpu():
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 4 MB tmpfs (root only: skipped elsewhere), unmounted after the test."""
+    """An 8 MB tmpfs (root only: skipped elsewhere), unmounted after the test: room for both graphs' entries
+    (2.7 MB) with more to spare than ONNX Runtime takes while it writes them at once."""
     import subprocess
 
     disk = tmp_path / "disk"
     disk.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)],
                                            capture_output=True).returncode:
         pytest.skip("mounting a tmpfs needs root")
     yield disk
@@ -151,7 +152,7 @@ def test_a_full_cache_disk_is_not_written_to_again_until_it_has_room(fixture_bun
 
     monkeypatch.setenv("MT_CACHE_DIR", str(small_disk))
     filler = small_disk / "filler"
-    filler.write_bytes(b"x" * (3_800_000))           # ~200 KB left: a graph's entry is 1.5 MB
+    filler.write_bytes(b"x" * (8 * 2**20 - 200_000))  # ~200 KB left: a graph's entry is 1.2-1.6 MB
     sessions = []
     real = ort.InferenceSession
     monkeypatch.setattr(ort, "InferenceSession", lambda *a, **k: sessions.append(a[0]) or real(*a, **k))
