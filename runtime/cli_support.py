@@ -85,15 +85,14 @@ def out_of_memory_line(error: BaseException) -> str | None:
     """The line for running out of memory (a `ulimit -v`, a container's limit) as Python, numpy or a
     shared library says it: a MemoryError, a library that could not be mapped, a thread that could not
     start; None for any other error."""
-    from .errors import is_out_of_memory        # only on an error: start-up imports click alone
-
-    if not is_out_of_memory(error):
-        return None
-    if isinstance(error, ImportError):
+    if isinstance(error, MemoryError):
+        return f"out of memory ({error})" if str(error) else "out of memory"
+    chain = [error, error.__cause__, error.__context__]      # numpy's ImportError wraps the loader's
+    if isinstance(error, ImportError) and any("failed to map segment" in str(e) for e in chain if e):
         return "out of memory (a shared library could not be mapped)"
     if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
         return "out of memory, or of threads (can't start new thread)"
-    return f"out of memory ({error})" if str(error) else "out of memory"
+    return None
 
 
 def require(*modules: str) -> None:

@@ -30,15 +30,8 @@ class OutOfMemory(ModelLoadError, MemoryError):
     damaged model ("not a usable ONNX model (std::bad_alloc)")."""
 
 
-# How running out of memory reads in an error: C++'s std::bad_alloc, ONNX Runtime's arena, ENOMEM (ORT's
-# failed pthread_create says "error code: 12"), a shared library the loader could not map, a thread Python
-# could not start.
-OUT_OF_MEMORY_SIGNS = ("bad_alloc", "Failed to allocate memory", "Cannot allocate memory", "error code: 12 ",
-                       "failed to map segment", "can't start new thread")
-
-
 def is_out_of_memory(error: BaseException) -> bool:
-    """Whether `error`, or the error it was raised from (numpy's ImportError wraps the loader's), is
-    running out of memory: a MemoryError, or one of OUT_OF_MEMORY_SIGNS."""
-    return any(isinstance(e, MemoryError) or any(sign in str(e) for sign in OUT_OF_MEMORY_SIGNS)
-               for e in (error, error.__cause__, error.__context__) if e is not None)
+    """Whether a native library's error is running out of memory: C++'s std::bad_alloc, ONNX Runtime's
+    arena ("Failed to allocate memory"), or ENOMEM (its failed pthread_create says "error code: 12")."""
+    return isinstance(error, MemoryError) or any(sign in str(error) for sign in (
+        "bad_alloc", "Failed to allocate memory", "Cannot allocate memory", "error code: 12 "))
